@@ -1,0 +1,120 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { Ajv } from 'ajv';
+import { configSchema, type Config, type ConfigKey } from './schema.ts';
+
+export type { Config } from './schema.ts';
+
+/** A setting that cannot be used; `message` is the one line printed before exit code 2. */
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type PropSchema = {
+  type: string;
+  enum?: readonly string[];
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  pattern?: string;
+};
+
+/** What a property allows, in words, for the error line. */
+function allowed(p: PropSchema): string {
+  if (p.enum) return `one of ${p.enum.join(', ')}`;
+  if (p.type === 'boolean') return 'true or false';
+  if (p.type === 'integer') return `an integer from ${p.minimum} to ${p.maximum}`;
+  if (p.pattern) return `a string matching ${p.pattern}`;
+  if (p.minLength !== undefined && p.minLength > 1) return `a string of at least ${p.minLength} characters`;
+  return 'a non-empty string';
+}
+
+function parseValue(raw: unknown, p: PropSchema): unknown {
+  if (typeof raw !== 'string') return raw; // from a JSON config file: typed already
+  if (p.type === 'integer') return /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+  if (p.type === 'boolean') {
+    const v = raw.trim().toLowerCase();
+    return v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : raw;
+  }
+  return raw;
+}
+
+
+/**
+ * Settings that ask for a capability this version does not have: refusing to start beats
+ * running without what was asked for (no plaintext where encryption was wanted, no SQLite where
+ * PostgreSQL was named).
+ */
+function unavailable(cfg: Config): void {
+  const refuse = (setting: string): never => {
+    throw new ConfigError(`${setting} is not available in this version of rbac-gateway`);
+  };
+  if (cfg.AUTH_DATABASE_TYPE === 'postgresql') refuse('AUTH_DATABASE_TYPE=postgresql');
+  if (cfg.AUTH_ENABLE_ENCRYPTION) refuse('AUTH_ENABLE_ENCRYPTION=true');
+  if (cfg.AUTH_REDIS_URL !== undefined) refuse('AUTH_REDIS_URL');
+}
+
+/**
+ * Reads the settings: defaults, then `config/<NODE_ENV>.json` when present, then the environment.
+ * Validates every value against {@link configSchema} and the rules between them, and freezes the
+ * result. Throws {@link ConfigError} naming the first bad variable.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const props = configSchema.properties as unknown as Record<ConfigKey, PropSchema>;
+  const merged: Record<string, unknown> = {};
+  const file = join(cwd, 'config', `${env.NODE_ENV ?? 'production'}.json`);
+  if (existsSync(file)) {
+    let fromFile: unknown;
+    try {
+      fromFile = JSON.parse(readFileSync(file, 'utf8'));
+    } catch (err) {
+      throw new ConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
+    }
+    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+      throw new ConfigError(`${file} must hold a JSON object of AUTH_* settings`);
+    }
+    for (const [k, v] of Object.entries(fromFile)) {
+      if (!(k in props)) throw new ConfigError(`${file}: unknown setting ${k}`);
+      merged[k] = v;
+    }
+  }
+  for (const key of Object.keys(props) as ConfigKey[]) {
+    const raw = env[key];
+    if (raw !== undefined && raw !== '') merged[key] = raw;
+  }
+  for (const [key, value] of Object.entries(merged)) {
+    merged[key] = parseValue(value, props[key as ConfigKey]);
+  }
+
+  const ajv = new Ajv({ useDefaults: true, allErrors: false });
+  const validate = ajv.compile(configSchema);
+  if (!validate(merged)) {
+    const first = validate.errors?.[0];
+    const key = (first?.instancePath ?? '').replace(/^\//, '') as ConfigKey;
+    const p = props[key];
+    const shown = JSON.stringify(merged[key]);
+    throw new ConfigError(`${key}=${shown} is invalid: allowed is ${p ? allowed(p) : first?.message}`);
+  }
+  merged.AUTH_WORKERS ??= availableParallelism();
+
+  const cfg = merged as unknown as Config;
+  if (cfg.AUTH_DATABASE_TYPE === 'postgresql' && cfg.AUTH_POSTGRESQL_URL === undefined) {
+    throw new ConfigError('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
+  }
+  if (cfg.AUTH_ENABLE_ENCRYPTION && cfg.AUTH_ENCRYPTION_KEY === undefined) {
+    throw new ConfigError('AUTH_ENCRYPTION_KEY is required when AUTH_ENABLE_ENCRYPTION=true');
+  }
+  if (cfg.AUTH_ALLOW_CORS && cfg.AUTH_CORS_ORIGINS !== '*') {
+    for (const origin of cfg.AUTH_CORS_ORIGINS.split(',')) {
+      if (!/^https?:\/\/[^\s/,]+$/.test(origin.trim())) {
+        throw new ConfigError(`AUTH_CORS_ORIGINS=${JSON.stringify(cfg.AUTH_CORS_ORIGINS)} is invalid: allowed is * or a comma-separated list of origins like https://app.example.com`);
+      }
+    }
+  }
+  unavailable(cfg);
+  return Object.freeze(cfg);
+}

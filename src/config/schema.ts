@@ -1,0 +1,58 @@
+/**
+ * The one JSON Schema of the service's settings (CONTRACT.md §1). Property names are the
+ * environment variables themselves, so a message can name exactly what to fix.
+ */
+export const configSchema = {
+  $id: 'rbac-gateway/config',
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    AUTH_DATABASE_TYPE: { type: 'string', enum: ['sqlite', 'postgresql'], default: 'sqlite' },
+    AUTH_SQLITE_PATH: { type: 'string', minLength: 1, default: './data/rbac.sqlite3' },
+    AUTH_POSTGRESQL_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    AUTH_POSTGRESQL_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    AUTH_REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    AUTH_SERVER_HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    AUTH_SERVER_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 5000 },
+    AUTH_WORKERS: { type: 'integer', minimum: 1, maximum: 256 },
+    AUTH_JWT_SECRET_KEY: { type: 'string', minLength: 32 },
+    AUTH_JWT_TTL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
+    AUTH_ENABLE_ENCRYPTION: { type: 'boolean', default: false },
+    AUTH_ENCRYPTION_KEY: { type: 'string', minLength: 1 },
+    AUTH_ALLOW_CORS: { type: 'boolean', default: true },
+    AUTH_CORS_ORIGINS: { type: 'string', minLength: 1, default: '*' },
+    AUTH_AUDIT_CHECKS: { type: 'boolean', default: false },
+    AUTH_CACHE_MAX_MB: { type: 'integer', minimum: 1, maximum: 1048576, default: 256 },
+    AUTH_METRICS_HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    AUTH_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 9464 },
+    AUTH_MAX_BODY_BYTES: { type: 'integer', minimum: 64, maximum: 1073741824, default: 1048576 },
+    AUTH_WEBHOOK_ALLOWED_HOSTS: { type: 'string' },
+    AUTH_LOG_LEVEL: { type: 'string', enum: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
+  },
+} as const;
+
+export type ConfigKey = keyof typeof configSchema.properties;
+
+export interface Config {
+  readonly AUTH_DATABASE_TYPE: 'sqlite' | 'postgresql';
+  readonly AUTH_SQLITE_PATH: string;
+  readonly AUTH_POSTGRESQL_URL?: string;
+  readonly AUTH_POSTGRESQL_POOL_MAX: number;
+  readonly AUTH_REDIS_URL?: string;
+  readonly AUTH_SERVER_HOST: string;
+  readonly AUTH_SERVER_PORT: number;
+  readonly AUTH_WORKERS: number;
+  readonly AUTH_JWT_SECRET_KEY?: string;
+  readonly AUTH_JWT_TTL_SECONDS: number;
+  readonly AUTH_ENABLE_ENCRYPTION: boolean;
+  readonly AUTH_ENCRYPTION_KEY?: string;
+  readonly AUTH_ALLOW_CORS: boolean;
+  readonly AUTH_CORS_ORIGINS: string;
+  readonly AUTH_AUDIT_CHECKS: boolean;
+  readonly AUTH_CACHE_MAX_MB: number;
+  readonly AUTH_METRICS_HOST: string;
+  readonly AUTH_METRICS_PORT: number;
+  readonly AUTH_MAX_BODY_BYTES: number;
+  readonly AUTH_WEBHOOK_ALLOWED_HOSTS?: string;
+  readonly AUTH_LOG_LEVEL: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+}
