@@ -1,0 +1,58 @@
+/**
+ * Versioned schema migrations, shared by the adapters. Each runs once, in order, recorded in
+ * `schema_migrations`; adapters apply them under a lock so that processes starting together do
+ * not race. Append new versions; never edit an applied one.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  /** Statements for SQLite. */
+  readonly sqlite: readonly string[];
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'tenants, roles, grants, memberships, changelog',
+    sqlite: [
+      `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+      `INSERT INTO meta (key, value) VALUES ('cursor_secret', lower(hex(randomblob(32))))`,
+      `CREATE TABLE clients (
+         id INTEGER PRIMARY KEY,
+         hash TEXT NOT NULL UNIQUE,
+         revision INTEGER NOT NULL DEFAULT 0
+       )`,
+      `CREATE TABLE roles (
+         client_id INTEGER NOT NULL,
+         role TEXT NOT NULL,
+         description TEXT NOT NULL DEFAULT '',
+         PRIMARY KEY (client_id, role)
+       ) WITHOUT ROWID`,
+      `CREATE TABLE grants (
+         client_id INTEGER NOT NULL,
+         role TEXT NOT NULL,
+         permission TEXT NOT NULL,
+         PRIMARY KEY (client_id, role, permission)
+       ) WITHOUT ROWID`,
+      `CREATE INDEX grants_by_permission ON grants (client_id, permission, role)`,
+      `CREATE TABLE memberships (
+         client_id INTEGER NOT NULL,
+         role TEXT NOT NULL,
+         user TEXT NOT NULL,
+         PRIMARY KEY (client_id, role, user)
+       ) WITHOUT ROWID`,
+      `CREATE INDEX memberships_by_user ON memberships (client_id, user, role)`,
+      `CREATE TABLE changelog (
+         client_id INTEGER NOT NULL,
+         revision INTEGER NOT NULL,
+         op TEXT NOT NULL,
+         role TEXT NOT NULL,
+         permission TEXT,
+         user TEXT,
+         description TEXT,
+         at TEXT NOT NULL,
+         PRIMARY KEY (client_id, revision)
+       ) WITHOUT ROWID`,
+    ],
+  },
+];

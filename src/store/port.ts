@@ -1,0 +1,27 @@
+import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+
+export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
+
+/** A tenant inside the service: the hex SHA-256 of its canonical client key. */
+export type TenantId = string;
+
+/**
+ * The store port. Adapters (SQLite, PostgreSQL) keep every write atomic: the change, the tenant's
+ * revision + 1 and a changelog row commit together or not at all. Refusals are values, failures
+ * (the database is unreachable, a bug) are thrown.
+ */
+export interface Store {
+  /** Everything the tenant holds, read in one transaction (revision 0 and empty when unknown). */
+  load(tenant: TenantId): Promise<Snapshot>;
+  /** The tenant's committed revision (0 when unknown). */
+  revision(tenant: TenantId): Promise<number>;
+  /** Applies one change in one transaction, checking it against the stored state. */
+  write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
+  /** Committed changes with a revision above `since`, ascending, at most `limit`. */
+  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
+  /** A secret shared by every process using this database (signs pagination cursors). */
+  cursorSecret(): Promise<Buffer>;
+  /** Resolves when the database answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,221 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
+import { timestamp } from '../../time/index.ts';
+import { MIGRATIONS } from '../migrations.ts';
+import type { Store, TenantId, WriteOutcome } from '../port.ts';
+
+type Row = Record<string, unknown>;
+
+/**
+ * The embedded store: one SQLite file in WAL mode, `synchronous=FULL` so that an acknowledged
+ * write survives a crash of the process and of the machine. better-sqlite3 is synchronous; the
+ * `*Sync` methods are what a pool thread calls, the async {@link Store} methods wrap them.
+ */
+export class SqliteStore implements Store {
+  readonly #db: Database.Database;
+  readonly #stmt: ReturnType<typeof prepare>;
+  readonly #write: (tenant: TenantId, change: Change) => WriteOutcome;
+  readonly #load: (tenant: TenantId) => Snapshot;
+
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.#db = new Database(path);
+    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('synchronous = FULL');
+    this.#db.pragma('busy_timeout = 5000');
+    migrate(this.#db);
+    this.#stmt = prepare(this.#db);
+    const writeTx = this.#db.transaction((tenant: TenantId, change: Change) => this.#applyWrite(tenant, change));
+    this.#write = (tenant, change) => writeTx.immediate(tenant, change);
+    const loadTx = this.#db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
+    this.#load = (tenant) => loadTx.deferred(tenant);
+  }
+
+  loadSync(tenant: TenantId): Snapshot {
+    return this.#load(tenant);
+  }
+
+  revisionSync(tenant: TenantId): number {
+    const row = this.#stmt.client.get(tenant) as Row | undefined;
+    return row === undefined ? 0 : Number(row.revision);
+  }
+
+  writeSync(tenant: TenantId, change: Change): WriteOutcome {
+    return this.#write(tenant, change);
+  }
+
+  changesSync(tenant: TenantId, since: number, limit: number): ChangeRecord[] {
+    const rows = this.#stmt.changes.all(tenant, since, limit) as Row[];
+    return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
+  }
+
+  cursorSecretSync(): Buffer {
+    const row = this.#db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`).get() as Row | undefined;
+    if (row === undefined) throw new Error('cursor secret missing from meta');
+    return Buffer.from(String(row.value), 'hex');
+  }
+
+  async load(tenant: TenantId): Promise<Snapshot> {
+    return this.loadSync(tenant);
+  }
+  async revision(tenant: TenantId): Promise<number> {
+    return this.revisionSync(tenant);
+  }
+  async write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
+    return this.writeSync(tenant, change);
+  }
+  async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
+    return this.changesSync(tenant, since, limit);
+  }
+  async cursorSecret(): Promise<Buffer> {
+    return this.cursorSecretSync();
+  }
+  async ping(): Promise<void> {
+    this.#db.prepare('SELECT 1').get();
+  }
+  async close(): Promise<void> {
+    if (this.#db.open) this.#db.close();
+  }
+
+  #readSnapshot(tenant: TenantId): Snapshot {
+    const client = this.#stmt.client.get(tenant) as Row | undefined;
+    if (client === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
+    const id = client.id;
+    return {
+      revision: Number(client.revision),
+      roles: (this.#stmt.roles.raw().all(id) as Array<[string, string]>),
+      grants: (this.#stmt.grants.raw().all(id) as Array<[string, string]>),
+      memberships: (this.#stmt.memberships.raw().all(id) as Array<[string, string]>),
+    };
+  }
+
+  /** Runs inside `BEGIN IMMEDIATE`: checks the change against the stored state, then commits it. */
+  #applyWrite(tenant: TenantId, change: Change): WriteOutcome {
+    const s = this.#stmt;
+    const client = s.client.get(tenant) as Row | undefined;
+    const current = client === undefined ? 0 : Number(client.revision);
+    const refuse = (code: string, message: string): WriteOutcome => ({ ok: false, error: { code, message }, revision: current });
+    const id = client?.id;
+    const roleExists = id !== undefined && s.roleExists.get(id, change.role) !== undefined;
+    let permissionsRemoved: number | undefined;
+    let membershipsRemoved: number | undefined;
+
+    if (change.op === 'role.create') {
+      if (roleExists) return refuse('ERR_AUTHZ_ROLE_EXISTS', `Role '${change.role}' already exists`);
+    } else if (!roleExists) {
+      return refuse('ERR_AUTHZ_ROLE_NOT_FOUND', `Role '${change.role}' does not exist`);
+    }
+    const clientId = id ?? (s.insertClient.get(tenant) as Row).id;
+
+    switch (change.op) {
+      case 'role.create':
+        s.insertRole.run(clientId, change.role, change.description);
+        break;
+      case 'role.delete':
+        permissionsRemoved = s.deleteGrantsOfRole.run(clientId, change.role).changes;
+        membershipsRemoved = s.deleteMembersOfRole.run(clientId, change.role).changes;
+        s.deleteRole.run(clientId, change.role);
+        break;
+      case 'permission.grant':
+        if (s.insertGrant.run(clientId, change.role, change.permission).changes === 0) {
+          return refuse('ERR_AUTHZ_GRANT_EXISTS', `Permission '${change.permission}' is already granted to role '${change.role}'`);
+        }
+        break;
+      case 'permission.revoke':
+        if (s.deleteGrant.run(clientId, change.role, change.permission).changes === 0) {
+          return refuse('ERR_AUTHZ_GRANT_NOT_FOUND', `Permission '${change.permission}' is not granted to role '${change.role}'`);
+        }
+        break;
+      case 'membership.add':
+        if (s.insertMember.run(clientId, change.role, change.user).changes === 0) {
+          return refuse('ERR_AUTHZ_MEMBERSHIP_EXISTS', `User '${change.user}' is already a member of role '${change.role}'`);
+        }
+        break;
+      case 'membership.remove':
+        if (s.deleteMember.run(clientId, change.role, change.user).changes === 0) {
+          return refuse('ERR_AUTHZ_MEMBERSHIP_NOT_FOUND', `User '${change.user}' is not a member of role '${change.role}'`);
+        }
+        break;
+    }
+    const revision = Number((s.bumpRevision.get(clientId) as Row).revision);
+    s.insertChange.run(
+      clientId,
+      revision,
+      change.op,
+      change.role,
+      'permission' in change ? change.permission : null,
+      'user' in change ? change.user : null,
+      change.op === 'role.create' ? change.description : null,
+      timestamp(),
+    );
+    return {
+      ok: true,
+      revision,
+      change,
+      ...(permissionsRemoved === undefined ? {} : { permissionsRemoved }),
+      ...(membershipsRemoved === undefined ? {} : { membershipsRemoved }),
+    };
+  }
+}
+
+/** Rebuilds a change from its changelog row. */
+function changeOf(r: Row): Change {
+  const role = String(r.role);
+  switch (r.op) {
+    case 'role.create':
+      return { op: 'role.create', role, description: String(r.description ?? '') };
+    case 'role.delete':
+      return { op: 'role.delete', role };
+    case 'permission.grant':
+    case 'permission.revoke':
+      return { op: r.op, role, permission: String(r.permission) };
+    case 'membership.add':
+    case 'membership.remove':
+      return { op: r.op, role, user: String(r.user) };
+    default:
+      throw new Error(`unknown op in changelog: ${String(r.op)}`);
+  }
+}
+
+function prepare(db: Database.Database) {
+  return {
+    client: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
+    insertClient: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
+    bumpRevision: db.prepare('UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
+    roles: db.prepare('SELECT role, description FROM roles WHERE client_id = ?'),
+    grants: db.prepare('SELECT role, permission FROM grants WHERE client_id = ?'),
+    memberships: db.prepare('SELECT user, role FROM memberships WHERE client_id = ?'),
+    roleExists: db.prepare('SELECT 1 FROM roles WHERE client_id = ? AND role = ?'),
+    insertRole: db.prepare('INSERT INTO roles (client_id, role, description) VALUES (?, ?, ?)'),
+    deleteRole: db.prepare('DELETE FROM roles WHERE client_id = ? AND role = ?'),
+    deleteGrantsOfRole: db.prepare('DELETE FROM grants WHERE client_id = ? AND role = ?'),
+    deleteMembersOfRole: db.prepare('DELETE FROM memberships WHERE client_id = ? AND role = ?'),
+    insertGrant: db.prepare('INSERT OR IGNORE INTO grants (client_id, role, permission) VALUES (?, ?, ?)'),
+    deleteGrant: db.prepare('DELETE FROM grants WHERE client_id = ? AND role = ? AND permission = ?'),
+    insertMember: db.prepare('INSERT OR IGNORE INTO memberships (client_id, role, user) VALUES (?, ?, ?)'),
+    deleteMember: db.prepare('DELETE FROM memberships WHERE client_id = ? AND role = ? AND user = ?'),
+    changes: db.prepare(
+      `SELECT c.revision, c.op, c.role, c.permission, c.user, c.description, c.at FROM changelog c
+       JOIN clients t ON t.id = c.client_id WHERE t.hash = ? AND c.revision > ? ORDER BY c.revision LIMIT ?`,
+    ),
+    insertChange: db.prepare(
+      'INSERT INTO changelog (client_id, revision, op, role, permission, user, description, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    ),
+  };
+}
+
+/** Applies pending migrations under SQLite's write lock, so concurrent starters apply each once. */
+function migrate(db: Database.Database): void {
+  db.transaction(() => {
+    db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number));
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      for (const sql of m.sqlite) db.exec(sql);
+      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, timestamp());
+    }
+  }).immediate();
+}
