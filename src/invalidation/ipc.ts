@@ -1,0 +1,71 @@
+import type { ChangeMessage, ToPrimary } from './messages.ts';
+import { isToWorker } from './messages.ts';
+import type { Bus } from './port.ts';
+
+/**
+ * The IPC adapter, worker side: changes go to the primary, which fans them out to the other
+ * workers and answers `settled` once all acknowledged. If the primary is gone, publishing resolves
+ * at once: the change is committed, and there is nobody left to tell.
+ */
+export function ipcBus(): Bus & { join(): Promise<void> } {
+  // process.send returning false only means the channel is backed up: the message is queued.
+  const send = (m: ToPrimary): boolean => {
+    if (!process.connected || process.send === undefined) return false;
+    process.send(m);
+    return true;
+  };
+  const pending = new Map<number, () => void>();
+  let nextId = 1;
+  let handler: ((msg: ChangeMessage) => Promise<void>) | undefined;
+  let welcomed: (() => void) | undefined;
+
+  const onMessage = (m: unknown): void => {
+    if (!isToWorker(m)) return;
+    if (m.t === 'welcome') {
+      welcomed?.();
+    } else if (m.t === 'settled') {
+      pending.get(m.id)?.();
+      pending.delete(m.id);
+    } else if (m.t === 'apply') {
+      const apply = handler ?? (() => Promise.resolve());
+      // Acknowledge even when applying failed: the handler drops what it could not update.
+      void apply(m.msg).finally(() => send({ t: 'ack', id: m.id }));
+    }
+  };
+  process.on('message', onMessage);
+  const releaseAll = (): void => {
+    for (const done of pending.values()) done();
+    pending.clear();
+  };
+  process.on('disconnect', releaseAll);
+
+  return {
+    /**
+     * Announces this worker to the primary and resolves when it is counted among the receivers
+     * of changes. Call it before hydrating anything, so no change can slip past this worker.
+     */
+    join() {
+      return new Promise<void>((resolve) => {
+        welcomed = resolve;
+        if (!send({ t: 'hello' })) resolve();
+      });
+    },
+    publish(msg) {
+      const id = nextId++;
+      return new Promise((resolve) => {
+        pending.set(id, resolve);
+        if (!send({ t: 'change', id, msg })) {
+          pending.delete(id);
+          resolve();
+        }
+      });
+    },
+    subscribe(h) {
+      handler = h;
+    },
+    async close() {
+      process.off('message', onMessage);
+      releaseAll();
+    },
+  };
+}

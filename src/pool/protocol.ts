@@ -1,0 +1,24 @@
+import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { WireError } from '../errors/index.ts';
+
+/** Every task a pool thread runs, and what each answers. One file, so both sides agree. */
+export type Task =
+  | { readonly kind: 'load'; readonly tenant: string }
+  | { readonly kind: 'revision'; readonly tenant: string }
+  | { readonly kind: 'write'; readonly tenant: string; readonly change: Change }
+  | { readonly kind: 'changes'; readonly tenant: string; readonly since: number; readonly limit: number }
+  | { readonly kind: 'cursorSecret' }
+  | { readonly kind: 'ping' };
+
+export interface TaskValue {
+  load: Snapshot;
+  revision: number;
+  write: WriteOutcome;
+  changes: ChangeRecord[];
+  /** Hex, so it crosses the thread boundary as a plain string. */
+  cursorSecret: string;
+  ping: true;
+}
+
+/** A task's answer; a failure crosses as `{code, message}`, never as an Error instance. */
+export type TaskReply<K extends Task['kind']> = { readonly ok: true; readonly value: TaskValue[K] } | { readonly ok: false; readonly error: WireError };

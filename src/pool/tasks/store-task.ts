@@ -1,0 +1,35 @@
+// Runs in a pool thread: one store connection per thread, opened on the first task.
+import { workerData } from 'piscina';
+import { toWire } from '../../errors/index.ts';
+import { openStore, type StoreSettings } from '../../store/index.ts';
+import type { Store } from '../../store/port.ts';
+import type { Task, TaskReply, TaskValue } from '../protocol.ts';
+
+let store: Store | undefined;
+
+async function run(s: Store, task: Task): Promise<TaskValue[Task['kind']]> {
+  switch (task.kind) {
+    case 'load':
+      return s.load(task.tenant);
+    case 'revision':
+      return s.revision(task.tenant);
+    case 'write':
+      return s.write(task.tenant, task.change);
+    case 'changes':
+      return s.changes(task.tenant, task.since, task.limit);
+    case 'cursorSecret':
+      return (await s.cursorSecret()).toString('hex');
+    case 'ping':
+      await s.ping();
+      return true;
+  }
+}
+
+export default async function storeTask(task: Task): Promise<TaskReply<Task['kind']>> {
+  try {
+    store ??= openStore(workerData as StoreSettings);
+    return { ok: true, value: await run(store, task) };
+  } catch (err) {
+    return { ok: false, error: toWire(err) };
+  }
+}
