@@ -1,0 +1,231 @@
+/**
+ * Typed HTTP client of the rbac-gateway API (CONTRACT.md §5). Used by the tests, the benchmark and
+ * by services that call the gateway. Every call resolves with the full answer (status, headers,
+ * parsed body); it never throws on an error status, so callers can assert on 4xx/5xx as values.
+ */
+
+export interface SuccessEnvelope<T> {
+  success: true;
+  code: number;
+  message: string;
+  data: T;
+  timestamp: string;
+  next_cursor?: string;
+}
+
+export interface ErrorEnvelope {
+  success: false;
+  code: number;
+  message: string;
+  error: string;
+  timestamp: string;
+}
+
+export interface ApiResult<T> {
+  /** HTTP status. */
+  status: number;
+  ok: boolean;
+  headers: Headers;
+  /** Parsed JSON body (undefined when the body was empty or not JSON). */
+  body: SuccessEnvelope<T> | ErrorEnvelope | undefined;
+  /** `data` of a success envelope. */
+  data: T | undefined;
+  /** `error` of an error envelope. */
+  error: string | undefined;
+  /** `X-Authz-Revision`, when sent. */
+  revision: number | undefined;
+  nextCursor: string | undefined;
+  requestId: string | null;
+}
+
+export interface CallOptions {
+  /** Sent as `X-Authz-Min-Revision`. */
+  minRevision?: number;
+  requestId?: string;
+  headers?: Record<string, string>;
+}
+
+export interface PageOptions extends CallOptions {
+  limit?: number;
+  cursor?: string;
+}
+
+export interface Role {
+  role: string;
+  description: string;
+}
+export interface RoleCreated extends Role {
+  revision: number;
+}
+export interface RoleDeleted {
+  role: string;
+  permissions_removed: number;
+  memberships_removed: number;
+  revision: number;
+}
+export interface GrantChange {
+  role: string;
+  permission: string;
+  revision: number;
+}
+export interface MembershipChange {
+  user: string;
+  role: string;
+  revision: number;
+}
+export interface CheckItem {
+  user: string;
+  permission: string;
+}
+export interface CheckResult {
+  results: Array<CheckItem & { has_permission: boolean }>;
+  all: boolean;
+  any: boolean;
+}
+
+export interface ClientOptions {
+  /** For example `http://127.0.0.1:5000`. */
+  baseUrl: string;
+  /** Client key (UUID v4) or token, sent as the bearer credential. */
+  key?: string;
+}
+
+const seg = encodeURIComponent;
+
+/** Client of one gateway for one credential. */
+export class RbacClient {
+  readonly baseUrl: string;
+  readonly key: string | undefined;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.key = options.key;
+  }
+
+  /** The same gateway with another credential. */
+  withKey(key: string | undefined): RbacClient {
+    return new RbacClient(key === undefined ? { baseUrl: this.baseUrl } : { baseUrl: this.baseUrl, key });
+  }
+
+  /** Any request; `path` is sent as given (already encoded). */
+  async request<T = unknown>(
+    method: string,
+    path: string,
+    options: CallOptions & { body?: unknown; rawBody?: string | Uint8Array; contentType?: string } = {},
+  ): Promise<ApiResult<T>> {
+    const headers: Record<string, string> = { ...options.headers };
+    if (this.key !== undefined && headers.authorization === undefined) headers.authorization = `Bearer ${this.key}`;
+    if (options.minRevision !== undefined) headers['x-authz-min-revision'] = String(options.minRevision);
+    if (options.requestId !== undefined) headers['x-request-id'] = options.requestId;
+    let body: string | Uint8Array | undefined;
+    if (options.rawBody !== undefined) body = options.rawBody;
+    else if (options.body !== undefined) body = JSON.stringify(options.body);
+    if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
+    const res = await fetch(this.baseUrl + path, { method, headers, ...(body === undefined ? {} : { body }) });
+    const text = await res.text();
+    let parsed: SuccessEnvelope<T> | ErrorEnvelope | undefined;
+    try {
+      parsed = text.length > 0 ? (JSON.parse(text) as SuccessEnvelope<T> | ErrorEnvelope) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    const rev = res.headers.get('x-authz-revision');
+    return {
+      status: res.status,
+      ok: res.ok,
+      headers: res.headers,
+      body: parsed,
+      data: parsed !== undefined && parsed.success === true ? parsed.data : undefined,
+      error: parsed !== undefined && parsed.success === false ? parsed.error : undefined,
+      revision: rev === null ? undefined : Number(rev),
+      nextCursor: parsed !== undefined && parsed.success === true ? parsed.next_cursor : undefined,
+      requestId: res.headers.get('x-request-id'),
+    };
+  }
+
+  private page<T>(path: string, options: PageOptions = {}): Promise<ApiResult<T>> {
+    const query = new URLSearchParams();
+    if (options.limit !== undefined) query.set('limit', String(options.limit));
+    if (options.cursor !== undefined) query.set('cursor', options.cursor);
+    const qs = query.toString();
+    return this.request<T>('GET', qs.length > 0 ? `${path}?${qs}` : path, options);
+  }
+
+  /** Follows `next_cursor` until the list is complete; throws on an error status. */
+  async all<T>(fetchPage: (options: PageOptions) => Promise<ApiResult<T[]>>, limit: number): Promise<T[]> {
+    const out: T[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const res = await fetchPage(cursor === undefined ? { limit } : { limit, cursor });
+      if (res.data === undefined) throw new Error(`page failed with ${res.status}: ${res.error ?? ''}`);
+      out.push(...res.data);
+      if (res.nextCursor === undefined) return out;
+      cursor = res.nextCursor;
+    }
+  }
+
+  ping(): Promise<ApiResult<never>> {
+    return this.request('GET', '/ping');
+  }
+  health(): Promise<ApiResult<never>> {
+    return this.request('GET', '/health');
+  }
+  ready(): Promise<ApiResult<never>> {
+    return this.request('GET', '/ready');
+  }
+  openapi(): Promise<ApiResult<never>> {
+    return this.request('GET', '/openapi.json');
+  }
+
+  listRoles(options?: PageOptions): Promise<ApiResult<Role[]>> {
+    return this.page('/api/roles', options);
+  }
+  createRole(role: string, body?: { description?: string }, options?: CallOptions): Promise<ApiResult<RoleCreated>> {
+    return this.request('POST', `/api/role/${seg(role)}`, body === undefined ? { ...options } : { ...options, body });
+  }
+  deleteRole(role: string, options?: CallOptions): Promise<ApiResult<RoleDeleted>> {
+    return this.request('DELETE', `/api/role/${seg(role)}`, options);
+  }
+  roleHasPermission(role: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean }>> {
+    return this.request('GET', `/api/permission/${seg(role)}/${seg(permission)}`, options);
+  }
+  grant(role: string, permission: string, options?: CallOptions): Promise<ApiResult<GrantChange>> {
+    return this.request('POST', `/api/permission/${seg(role)}/${seg(permission)}`, options);
+  }
+  revoke(role: string, permission: string, options?: CallOptions): Promise<ApiResult<GrantChange>> {
+    return this.request('DELETE', `/api/permission/${seg(role)}/${seg(permission)}`, options);
+  }
+  rolePermissions(role: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string }>>> {
+    return this.page(`/api/role_permissions/${seg(role)}`, options);
+  }
+  isMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<{ is_member: boolean }>> {
+    return this.request('GET', `/api/membership/${seg(user)}/${seg(role)}`, options);
+  }
+  addMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<MembershipChange>> {
+    return this.request('POST', `/api/membership/${seg(user)}/${seg(role)}`, options);
+  }
+  removeMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<MembershipChange>> {
+    return this.request('DELETE', `/api/membership/${seg(user)}/${seg(role)}`, options);
+  }
+  members(role: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
+    return this.page(`/api/members/${seg(role)}`, options);
+  }
+  hasPermission(user: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean }>> {
+    return this.request('GET', `/api/has_permission/${seg(user)}/${seg(permission)}`, options);
+  }
+  userPermissions(user: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string }>>> {
+    return this.page(`/api/user_permissions/${seg(user)}`, options);
+  }
+  userRoles(user: string, options?: PageOptions): Promise<ApiResult<Array<{ role: string }>>> {
+    return this.page(`/api/user_roles/${seg(user)}`, options);
+  }
+  whichUsersCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
+    return this.page(`/api/which_users_can/${seg(permission)}`, options);
+  }
+  whichRolesCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<{ role: string }>>> {
+    return this.page(`/api/which_roles_can/${seg(permission)}`, options);
+  }
+  check(checks: CheckItem[], options?: CallOptions): Promise<ApiResult<CheckResult>> {
+    return this.request('POST', '/api/check', { ...options, body: { checks } });
+  }
+}

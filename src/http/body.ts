@@ -1,0 +1,103 @@
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { NAME_RULE } from '../authz/names.ts';
+import { AppError } from '../errors/index.ts';
+import { bodies, type BodySchemaName } from './schemas/index.ts';
+
+/** A read body: its validated JSON value (undefined when empty), or the error to answer with. */
+export type BodyResult = { readonly value: unknown; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean };
+
+const JSON_TYPE = /^application\/(?:json|[^\s/;]+\+json)$/;
+
+/** `application/json` or `application/*+json`, with any parameters, in any case. */
+export function isJsonContentType(header: string): boolean {
+  const semi = header.indexOf(';');
+  return JSON_TYPE.test((semi < 0 ? header : header.slice(0, semi)).trim().toLowerCase());
+}
+
+const ajv = new Ajv({ allErrors: false, strict: true });
+const validators = Object.fromEntries(
+  Object.entries(bodies).map(([k, schema]) => [k, ajv.compile(schema)]),
+) as Record<BodySchemaName, ValidateFunction>;
+
+/** One readable sentence for the first ajv error, naming the field. */
+function describe(e: ErrorObject): string {
+  const field = e.instancePath === '' ? 'body' : e.instancePath.slice(1).replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.');
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties':
+      return `${field} has an unknown key '${String(p.additionalProperty)}'`;
+    case 'required':
+      return `${field} must have the key '${String(p.missingProperty)}'`;
+    case 'pattern':
+    case 'minLength':
+      return `${field} must be ${NAME_RULE}`;
+    case 'maxLength':
+      return `${field} must be at most ${String(p.limit)} characters`;
+    case 'minItems':
+      return `${field} must have at least ${String(p.limit)} items`;
+    case 'maxItems':
+      return `${field} must have at most ${String(p.limit)} items`;
+    case 'type':
+      return `${field} must be ${/^[aeiou]/.test(String(p.type)) ? 'an' : 'a'} ${String(p.type)}`;
+    default:
+      return `${field} ${e.message ?? 'is invalid'}`;
+  }
+}
+
+function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyResult {
+  if (buf.length === 0) return { value: undefined };
+  if (!isJsonContentType(contentType)) {
+    return { error: new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', 'body must be sent with Content-Type application/json'), close: false };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(buf.toString('utf8'));
+  } catch {
+    return { error: new AppError('ERR_VALIDATION_BODY', 'body is not valid JSON'), close: false };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { error: new AppError('ERR_VALIDATION_BODY', 'body must be a JSON object'), close: false };
+  }
+  const validate = validators[schema];
+  if (!validate(value)) {
+    const first = validate.errors?.[0];
+    return { error: new AppError('ERR_VALIDATION_BODY', first ? describe(first) : 'body is invalid'), close: false };
+  }
+  return { value };
+}
+
+/**
+ * Starts reading the request body; must be called inside the uWS handler, before it returns.
+ * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
+ * soon as it passes the limit (and the connection closed, since the rest is never read).
+ */
+export function readBody(res: HttpResponse, req: HttpRequest, maxBytes: number, schema: BodySchemaName): Promise<BodyResult> {
+  const contentType = req.getHeader('content-type');
+  const declared = req.getHeader('content-length');
+  const tooLarge = (): BodyResult => ({
+    error: new AppError('ERR_HTTP_BODY_TOO_LARGE', `body must be at most ${maxBytes} bytes`),
+    close: true,
+  });
+  if (declared !== '' && Number(declared) > maxBytes) return Promise.resolve(tooLarge());
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settled = false;
+    res.onData((chunk, isLast) => {
+      if (settled) return;
+      size += chunk.byteLength;
+      if (size > maxBytes) {
+        settled = true;
+        resolve(tooLarge());
+        return;
+      }
+      // uWS reuses the chunk's memory after this callback: copy it.
+      if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) {
+        settled = true;
+        resolve(finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), contentType, schema));
+      }
+    });
+  });
+}

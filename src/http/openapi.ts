@@ -1,0 +1,78 @@
+import { NAME_RULE } from '../authz/names.ts';
+import type { Route } from './routes/index.ts';
+import { bodies, data, envelope, errorEnvelope, name } from './schemas/index.ts';
+
+const error = (description: string) => ({ description, content: { 'application/json': { schema: errorEnvelope } } });
+const plainJson = (description: string, schema: object) => ({
+  description,
+  content: { 'application/json': { schema } },
+});
+
+/** The OpenAPI 3.1 document of every route, built from the schemas that validate and serialise. */
+export function buildOpenApi(routes: readonly Route[]): object {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const r of routes) {
+    const list = r.kind === 'list';
+    const parameters: object[] = r.params.map((p) => ({
+      name: p,
+      in: 'path',
+      required: true,
+      description: `${p} name: ${NAME_RULE}, percent-encoded`,
+      schema: name,
+    }));
+    if (list) {
+      parameters.push(
+        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 10000 } },
+        { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'next_cursor of the previous page' },
+      );
+    }
+    parameters.push(
+      { name: 'X-Authz-Min-Revision', in: 'header', required: false, schema: { type: 'integer', minimum: 0 } },
+      { name: 'X-Request-Id', in: 'header', required: false, schema: { type: 'string', maxLength: 128 } },
+    );
+    const responses: Record<string, object> = {
+      [r.status]: { description: r.message, content: { 'application/json': { schema: envelope(data[r.data], list) } } },
+      400: error('Invalid name, query, header or body'),
+      401: error('Missing or invalid credential'),
+      503: error('Revision not reached in time, or database unavailable'),
+    };
+    if (r.params.includes('role') && r.id !== 'role.create') responses[404] = error('Role (or grant, or membership) not found');
+    if (r.kind === 'write' && r.method === 'POST') responses[409] = error('Already exists');
+    if (r.body !== undefined) {
+      responses[413] = error('Body too large');
+      responses[415] = error('Body is not JSON');
+    }
+    const op: Record<string, unknown> = { operationId: r.id, summary: r.summary, parameters, responses, security: [{ bearer: [] }] };
+    if (r.body !== undefined && r.body !== 'none') {
+      op.requestBody = { required: r.body === 'check', content: { 'application/json': { schema: bodies[r.body] } } };
+    }
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  paths['/ping'] = {
+    get: {
+      operationId: 'ping',
+      summary: 'Liveness without authentication',
+      responses: { 200: plainJson('pong', { type: 'object', properties: { message: { const: 'pong' }, status: { const: 'ok' }, timestamp: { type: 'string' } } }) },
+    },
+  };
+  paths['/health'] = {
+    get: { operationId: 'health', summary: 'The process runs', responses: { 200: plainJson('ok', { type: 'object', properties: { status: { const: 'ok' } } }) } },
+  };
+  paths['/ready'] = {
+    get: {
+      operationId: 'ready',
+      summary: 'The database answers and migrations are applied',
+      responses: {
+        200: plainJson('ready', { type: 'object', properties: { status: { const: 'ready' } } }),
+        503: plainJson('not ready', { type: 'object', properties: { status: { type: 'string' }, missing: { type: 'array', items: { type: 'string' } } } }),
+      },
+    },
+  };
+  paths['/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'rbac-gateway', version: '1', description: 'Role-based authorization per client key, answered from memory.' },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Client key (UUID v4) or issued token' } } },
+    paths,
+  };
+}

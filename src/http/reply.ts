@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import type { HttpResponse } from 'uWebSockets.js';
+import { STATUS_TEXT, type AppError } from '../errors/index.ts';
+import { timestamp } from '../time/index.ts';
+
+/** What every reply needs to know about its request, read before the uWS request object dies. */
+export interface ReplyTarget {
+  readonly res: HttpResponse;
+  readonly requestId: string;
+  /** The request's Origin when CORS applies to it, else ''. */
+  readonly origin: string;
+}
+
+export const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]),
+);
+
+// ---- request ids ------------------------------------------------------------------------------
+
+const VISIBLE_ASCII = /^[\x21-\x7e]{1,128}$/;
+const ID_PREFIX = randomBytes(6).toString('hex');
+let idCounter = 0;
+
+/** The request's own `X-Request-Id` when acceptable, else a new one unique to this process. */
+export function requestIdOf(sent: string): string {
+  if (sent !== '' && VISIBLE_ASCII.test(sent)) return sent;
+  idCounter = (idCounter + 1) % Number.MAX_SAFE_INTEGER;
+  return `${ID_PREFIX}-${idCounter.toString(36)}`;
+}
+
+// ---- CORS -------------------------------------------------------------------------------------
+
+export interface CorsPolicy {
+  readonly enabled: boolean;
+  /** The `Access-Control-Allow-Origin` value for an origin, or undefined when not allowed. */
+  allowOrigin(origin: string): string | undefined;
+}
+
+export function corsPolicy(enabled: boolean, origins: string): CorsPolicy {
+  const any = origins.trim() === '*';
+  const allowed = new Set(origins.split(',').map((o) => o.trim().toLowerCase()));
+  return {
+    enabled,
+    allowOrigin: (origin) => (!enabled || origin === '' ? undefined : any ? '*' : allowed.has(origin.toLowerCase()) ? origin : undefined),
+  };
+}
+
+export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id, X-Authz-Min-Revision';
+export const CORS_EXPOSE_HEADERS = 'X-Request-Id, X-Authz-Revision, Retry-After, Allow';
+
+// ---- writing ----------------------------------------------------------------------------------
+
+/**
+ * Writes a complete response. The caller corks when it is not inside the uWS handler's own
+ * synchronous part (see {@link corked}).
+ */
+export function send(
+  t: ReplyTarget,
+  cors: CorsPolicy,
+  status: number,
+  body: string,
+  revision: number | undefined,
+  extra?: ReadonlyArray<readonly [string, string]>,
+  closeConnection = false,
+): void {
+  const res = t.res;
+  res.writeStatus(STATUS_LINE[status] ?? String(status));
+  res.writeHeader('Content-Type', 'application/json');
+  res.writeHeader('X-Request-Id', t.requestId);
+  if (revision !== undefined) res.writeHeader('X-Authz-Revision', String(revision));
+  if (t.origin !== '') {
+    const allow = cors.allowOrigin(t.origin);
+    if (allow !== undefined) {
+      res.writeHeader('Access-Control-Allow-Origin', allow);
+      res.writeHeader('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
+      if (allow !== '*') res.writeHeader('Vary', 'Origin');
+    }
+  }
+  if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
+  res.end(body, closeConnection);
+}
+
+/** Runs `fn` corked, unless the client went away meanwhile. */
+export function corked(t: ReplyTarget & { aborted: boolean }, fn: () => void): void {
+  if (t.aborted) return;
+  t.res.cork(fn);
+}
+
+/** `{"success":true,"code":…,"message":"…","data":` — the fixed start of a success envelope. */
+export function successPrefix(status: number, message: string): string {
+  return `{"success":true,"code":${status},"message":${JSON.stringify(message)},"data":`;
+}
+
+/** Completes a success envelope after its prefix and serialised data. */
+export function successTail(nextCursor: string | undefined): string {
+  return nextCursor === undefined
+    ? `,"timestamp":"${timestamp()}"}`
+    : `,"next_cursor":${JSON.stringify(nextCursor)},"timestamp":"${timestamp()}"}`;
+}
+
+export function errorBody(status: number, detail: string): string {
+  const message = STATUS_TEXT[status] ?? 'Error';
+  return `{"success":false,"code":${status},"message":"${message}","error":${JSON.stringify(detail)},"timestamp":"${timestamp()}"}`;
+}
+
+/** Extra headers some errors carry. */
+export function errorHeaders(err: AppError): ReadonlyArray<readonly [string, string]> | undefined {
+  if (err.status === 401) return [['WWW-Authenticate', 'Bearer']];
+  if (err.status === 503) return [['Retry-After', '1']];
+  return undefined;
+}
