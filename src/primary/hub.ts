@@ -1,0 +1,94 @@
+import type { Worker } from 'node:cluster';
+import type { Logger } from '../log/index.ts';
+import type { ChangeMessage, ToWorker } from '../invalidation/messages.ts';
+
+interface PendingChange {
+  readonly origin: Worker;
+  readonly originId: number;
+  readonly waiting: Set<number>;
+  readonly timer: NodeJS.Timeout;
+}
+
+/**
+ * The IPC fan-out of committed changes. A change from one worker goes to every other joined
+ * worker; the origin hears `settled` when all acknowledged. A worker that does not acknowledge in
+ * time is killed (the supervisor replaces it), so no worker goes on serving a stale graph.
+ */
+export class ChangeHub {
+  readonly #joined = new Map<number, Worker>();
+  readonly #pending = new Map<number, PendingChange>();
+  readonly #ackTimeoutMs: number;
+  readonly #log: Logger;
+  #nextId = 1;
+  /** Workers killed for not acknowledging in time. */
+  laggardsKilled = 0;
+
+  constructor(ackTimeoutMs: number, log: Logger) {
+    this.#ackTimeoutMs = ackTimeoutMs;
+    this.#log = log;
+  }
+
+  /** The worker receives changes from now on. */
+  join(w: Worker): void {
+    this.#joined.set(w.id, w);
+    send(w, { t: 'welcome' });
+  }
+
+  /** The worker is gone: stop waiting for it. */
+  leave(id: number): void {
+    this.#joined.delete(id);
+    for (const [gid, p] of this.#pending) {
+      if (p.waiting.delete(id) && p.waiting.size === 0) this.#settle(gid);
+    }
+  }
+
+  change(origin: Worker, originId: number, msg: ChangeMessage): void {
+    const gid = this.#nextId++;
+    const waiting = new Set<number>();
+    for (const [id, w] of this.#joined) {
+      if (id === origin.id) continue;
+      if (send(w, { t: 'apply', id: gid, msg })) waiting.add(id);
+    }
+    if (waiting.size === 0) {
+      send(origin, { t: 'settled', id: originId });
+      return;
+    }
+    const timer = setTimeout(() => this.#expire(gid), this.#ackTimeoutMs);
+    this.#pending.set(gid, { origin, originId, waiting, timer });
+  }
+
+  ack(from: Worker, gid: number): void {
+    const p = this.#pending.get(gid);
+    if (p !== undefined && p.waiting.delete(from.id) && p.waiting.size === 0) this.#settle(gid);
+  }
+
+  #expire(gid: number): void {
+    const p = this.#pending.get(gid);
+    if (p === undefined) return;
+    for (const id of [...p.waiting]) {
+      const w = this.#joined.get(id);
+      this.#log.warn('worker did not acknowledge a change in time; replacing it', { worker: id, pid: w?.process.pid, timeout_ms: this.#ackTimeoutMs });
+      this.laggardsKilled++;
+      w?.process.kill('SIGKILL');
+      this.leave(id);
+    }
+  }
+
+  #settle(gid: number): void {
+    const p = this.#pending.get(gid);
+    if (p === undefined) return;
+    clearTimeout(p.timer);
+    this.#pending.delete(gid);
+    send(p.origin, { t: 'settled', id: p.originId });
+  }
+}
+
+function send(w: Worker, m: ToWorker): boolean {
+  if (!w.isConnected()) return false;
+  try {
+    w.send(m); // false only means the channel is backed up: the message is still queued
+    return true;
+  } catch {
+    return false;
+  }
+}
