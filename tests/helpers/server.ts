@@ -1,0 +1,138 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { RbacClient } from '../../src/client/index.ts';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+/** A port nobody listens on right now (the kernel's pick, released at once). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A fresh folder under the OS temp dir, removed by `cleanup`. */
+export function tempDir(prefix = 'rbac-test-'): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export interface ServerOptions {
+  env?: Record<string, string>;
+  /** SQLite file; a fresh temp file when omitted. */
+  sqlitePath?: string;
+  /** How long to wait for "listening" (ms). */
+  startTimeoutMs?: number;
+}
+
+export interface RunningServer {
+  baseUrl: string;
+  port: number;
+  sqlitePath: string;
+  proc: ChildProcess;
+  /** Everything the process wrote so far (stdout and stderr). */
+  output(): string;
+  /** A client with a fresh random key (a new, empty tenant). */
+  client(key?: string): RbacClient;
+  /** SIGTERM and wait; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL and wait. */
+  kill(): Promise<void>;
+  exited: Promise<number | null>;
+}
+
+/** Starts `src/main.ts` as a child process on a free port and waits until it listens. */
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const port = await freePort();
+  let owned: { dir: string; cleanup: () => void } | undefined;
+  let sqlitePath = options.sqlitePath;
+  if (sqlitePath === undefined) {
+    owned = tempDir();
+    sqlitePath = join(owned.dir, 'rbac.sqlite3');
+  }
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    AUTH_SERVER_HOST: '127.0.0.1',
+    AUTH_SERVER_PORT: String(port),
+    AUTH_SQLITE_PATH: sqlitePath,
+    AUTH_WORKERS: '1',
+    AUTH_METRICS_PORT: '0',
+    AUTH_LOG_LEVEL: 'info',
+    ...options.env,
+  };
+  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  void exited.then(() => owned?.cleanup());
+
+  const timeout = options.startTimeoutMs ?? 20_000;
+  const started = Date.now();
+  let listening = false;
+  while (!listening) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new Error(`server exited before listening (code ${proc.exitCode}):\n${out}`);
+    }
+    if (Date.now() - started > timeout) {
+      proc.kill('SIGKILL');
+      throw new Error(`server did not listen within ${timeout} ms:\n${out}`);
+    }
+    listening = /"msg":"listening"/.test(out);
+    if (!listening) await new Promise((r) => setTimeout(r, 25));
+  }
+  const baseUrl = `http://127.0.0.1:${port}`;
+  return {
+    baseUrl,
+    port,
+    sqlitePath,
+    proc,
+    exited,
+    output: () => out,
+    client: (key = randomUUID()) => new RbacClient({ baseUrl, key }),
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** Runs the service with `env` and resolves with its exit code and output (for start-up failures). */
+export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output: out });
+    });
+  });
+}
