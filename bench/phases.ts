@@ -1,0 +1,155 @@
+/**
+ * The measured phase: for each tool, a warm-up per target, then rounds in ABBA order (bare,
+ * gateway, gateway, bare, ...) so that drift of this small machine hits both targets alike.
+ * Every run records throughput, latency, errors, wrong answers and the CPU each side used.
+ */
+import { RbacClient } from '../src/client/index.ts';
+import type { Probe } from './dataset.ts';
+import { runAutocannon } from './load-autocannon.ts';
+import { runWrk } from './load-wrk.ts';
+import { systemBusySeconds, treeCpuSeconds } from './procs.ts';
+import type { Server } from './servers.ts';
+import type { Latency, Summary } from './stats.ts';
+import { startChecker, type Expectation, type Tally } from './verify.ts';
+
+export type Tool = 'autocannon' | 'wrk';
+
+export interface RunRecord extends Summary {
+  tool: Tool;
+  target: Server['name'];
+  round: number;
+  warmup: boolean;
+  requests: number;
+  durationS: number;
+  latency: Latency;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  checked: number;
+  wrong: number;
+  examples: string[];
+  /** Lines the server wrote to stdout/stderr during the run (a log line per request shows here). */
+  serverLogLines: number;
+}
+
+export interface PhaseContext {
+  key: string;
+  probes: Probe[];
+  revision: number;
+  connections: number;
+  durationS: number;
+  warmupS: number;
+  rounds: number;
+  verifyEvery: number;
+  checkerRate: number;
+  loadCpus: string | undefined;
+  cwd: string;
+}
+
+interface Outcome {
+  requests: number;
+  durationS: number;
+  rps: number;
+  latency: Latency;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  tally: Tally;
+  loadCpuSeconds: number;
+}
+
+function expectation(server: Server, revision: number): Expectation {
+  return { strict: server.name === 'gateway', revision };
+}
+
+async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: number): Promise<Outcome> {
+  const before = process.cpuUsage();
+  const out = await runAutocannon({
+    url: server.baseUrl,
+    authorization: `Bearer ${ctx.key}`,
+    probes: ctx.probes,
+    connections: ctx.connections,
+    durationS,
+    verifyEvery: ctx.verifyEvery,
+    expectation: expectation(server, ctx.revision),
+  });
+  const used = process.cpuUsage(before);
+  return { ...out, loadCpuSeconds: (used.user + used.system) / 1e6 };
+}
+
+async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Promise<Outcome> {
+  const client = new RbacClient({ baseUrl: server.baseUrl, key: ctx.key });
+  const before = process.cpuUsage();
+  const checker = startChecker(client, ctx.probes, expectation(server, ctx.revision), ctx.checkerRate);
+  let out;
+  try {
+    out = await runWrk({
+      url: server.baseUrl,
+      authorization: `Bearer ${ctx.key}`,
+      probes: ctx.probes,
+      connections: ctx.connections,
+      durationS,
+      cpus: ctx.loadCpus,
+      cwd: ctx.cwd,
+    });
+  } catch (err) {
+    await checker.stop();
+    throw err;
+  }
+  const tally = await checker.stop();
+  const used = process.cpuUsage(before);
+  // wrk itself plus this process (the checker).
+  return { ...out, tally, loadCpuSeconds: out.cpuSeconds + (used.user + used.system) / 1e6 };
+}
+
+async function runOne(tool: Tool, server: Server, round: number, ctx: PhaseContext, warmup: boolean): Promise<RunRecord> {
+  const durationS = warmup ? ctx.warmupS : ctx.durationS;
+  const busy0 = systemBusySeconds();
+  const cpu0 = treeCpuSeconds(server.child.pid);
+  const lines0 = server.child.lines();
+  const out = tool === 'autocannon' ? await autocannonOnce(server, ctx, durationS) : await wrkOnce(server, ctx, durationS);
+  const serverCpu = treeCpuSeconds(server.child.pid) - cpu0;
+  const busy = systemBusySeconds() - busy0;
+  const rec: RunRecord = {
+    tool,
+    target: server.name,
+    round,
+    warmup,
+    requests: out.requests,
+    durationS: out.durationS,
+    rps: out.rps,
+    latency: out.latency,
+    non2xx: out.non2xx,
+    errors: out.errors,
+    timeouts: out.timeouts,
+    checked: out.tally.checked,
+    wrong: out.tally.wrong,
+    examples: out.tally.examples,
+    serverCores: serverCpu / out.durationS,
+    loadCores: out.loadCpuSeconds / out.durationS,
+    otherCores: Math.max(0, busy - serverCpu - out.loadCpuSeconds) / out.durationS,
+    serverLogLines: server.child.lines() - lines0,
+  };
+  const label = warmup ? 'warm-up' : `round ${round + 1}`;
+  console.log(
+    `  ${tool.padEnd(10)} ${server.name.padEnd(7)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
+      `  p50 ${rec.latency.p50.toFixed(2)}  p99 ${rec.latency.p99.toFixed(2)}  p99.9 ${rec.latency.p999.toFixed(2)} ms` +
+      `  cpu server ${rec.serverCores.toFixed(2)} load ${rec.loadCores.toFixed(2)} other ${rec.otherCores.toFixed(2)}` +
+      `  checked ${rec.checked} wrong ${rec.wrong} non2xx ${rec.non2xx} errors ${rec.errors + rec.timeouts}`,
+  );
+  for (const e of rec.examples) console.log(`    WRONG: ${e}`);
+  return rec;
+}
+
+/** Warm-up then ABBA rounds of one tool over both servers. */
+export async function runPhase(tool: Tool, bare: Server, gateway: Server, ctx: PhaseContext): Promise<RunRecord[]> {
+  const records: RunRecord[] = [];
+  if (ctx.warmupS > 0) {
+    for (const s of [bare, gateway]) records.push(await runOne(tool, s, 0, ctx, true));
+  }
+  for (let round = 0; round < ctx.rounds; round++) {
+    const order = round % 2 === 0 ? [bare, gateway] : [gateway, bare];
+    for (const s of order) records.push(await runOne(tool, s, round, ctx, false));
+  }
+  return records;
+}

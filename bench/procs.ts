@@ -1,0 +1,176 @@
+/**
+ * Child processes of the benchmark: spawned in their own process group (so a server's workers go
+ * with it), optionally pinned to a CPU with taskset, always stopped on exit, error or Ctrl-C.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+const OUTPUT_CAP = 256 * 1024;
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  pid: number;
+  /** The last OUTPUT_CAP characters of stdout and stderr. */
+  output(): string;
+  /** Lines written so far (stdout and stderr). */
+  lines(): number;
+  exited: Promise<number | null>;
+  running(): boolean;
+  stop(graceMs?: number): Promise<void>;
+}
+
+const children = new Set<Child>();
+
+export interface SpawnOptions {
+  cwd: string;
+  env: Record<string, string>;
+  /** CPU list for taskset (`1`, `0-2`). */
+  cpus?: string | undefined;
+}
+
+export function spawnChild(name: string, cmd: string, args: string[], options: SpawnOptions): Child {
+  const [file, argv] = options.cpus === undefined ? [cmd, args] : ['taskset', ['-c', options.cpus, cmd, ...args]];
+  const proc = spawn(file, argv, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  if (proc.pid === undefined) throw new Error(`${name}: spawn failed`);
+  const pid = proc.pid;
+  let out = '';
+  let lineCount = 0;
+  const onData = (c: Buffer): void => {
+    const s = c.toString();
+    for (let i = s.indexOf('\n'); i !== -1; i = s.indexOf('\n', i + 1)) lineCount++;
+    out += s;
+    if (out.length > 2 * OUTPUT_CAP) out = out.slice(-OUTPUT_CAP);
+  };
+  proc.stdout?.on('data', onData);
+  proc.stderr?.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
+  const running = (): boolean => proc.exitCode === null && proc.signalCode === null;
+  const child: Child = {
+    name,
+    proc,
+    pid,
+    output: () => out.slice(-OUTPUT_CAP),
+    lines: () => lineCount,
+    exited,
+    running,
+    async stop(graceMs = 5_000) {
+      if (running()) {
+        signalGroup(pid, 'SIGTERM');
+        const timer = setTimeout(() => signalGroup(pid, 'SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      // Workers left behind by a primary that died first.
+      signalGroup(pid, 'SIGKILL');
+      children.delete(child);
+    },
+  };
+  void exited.then(() => {
+    if (!running()) signalGroup(pid, 'SIGKILL');
+  });
+  children.add(child);
+  return child;
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // the group is gone already
+  }
+}
+
+/** Waits until `re` appears in the child's output; throws on exit or timeout. */
+export async function waitForOutput(child: Child, re: RegExp, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  while (!re.test(child.output())) {
+    if (!child.running()) throw new Error(`${child.name} exited (code ${child.proc.exitCode}) before ${re}:\n${child.output()}`);
+    if (Date.now() - started > timeoutMs) throw new Error(`${child.name}: no ${re} within ${timeoutMs} ms:\n${child.output()}`);
+    await sleep(25);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A port nobody listens on right now (the kernel's pick, released at once). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...children].map((c) => c.stop(3_000)));
+}
+
+/** Stops every child on Ctrl-C, SIGTERM, an uncaught error, and (synchronously) on any exit. */
+export function installCleanup(): void {
+  const onSignal = (signal: NodeJS.Signals, code: number): void => {
+    console.error(`\n${signal}: stopping child processes`);
+    void stopAll().finally(() => process.exit(code));
+  };
+  process.once('SIGINT', () => onSignal('SIGINT', 130));
+  process.once('SIGTERM', () => onSignal('SIGTERM', 143));
+  process.on('uncaughtException', (err) => {
+    console.error('uncaught:', err);
+    void stopAll().finally(() => process.exit(1));
+  });
+  process.on('exit', () => {
+    for (const c of children) signalGroup(c.pid, 'SIGKILL');
+  });
+}
+
+/** Pins this process (all its threads) to `cpus`; false when taskset failed. */
+export function pinSelf(cpus: string): boolean {
+  return spawnSync('taskset', ['-a', '-cp', cpus, String(process.pid)], { stdio: 'ignore' }).status === 0;
+}
+
+const CLK_TCK = 100;
+
+/** CPU seconds (user + system) used so far by `pid` and all its descendants, from /proc. */
+export function treeCpuSeconds(pid: number): number {
+  const parent = new Map<number, number>();
+  const ticks = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after "(comm)": state ppid ... utime(14) stime(15), 1-based over the whole line.
+      const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(entry), Number(rest[1]));
+      ticks.set(Number(entry), Number(rest[11]) + Number(rest[12]));
+    } catch {
+      // exited while reading
+    }
+  }
+  let total = 0;
+  for (const [p, t] of ticks) {
+    for (let q: number | undefined = p; q !== undefined && q > 1; q = parent.get(q)) {
+      if (q === pid) {
+        total += t;
+        break;
+      }
+    }
+  }
+  return total / CLK_TCK;
+}
+
+/** CPU seconds the whole machine spent busy so far (every state but idle and iowait), from /proc/stat. */
+export function systemBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const f = line.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already counted in user)
+  const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+  return busy / CLK_TCK;
+}

@@ -1,0 +1,110 @@
+/**
+ * The two servers under load, each a child process on a free 127.0.0.1 port: the real gateway
+ * (as tests/helpers/server.ts starts it, with a fresh temp SQLite file) and the bare ceiling.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort, spawnChild, waitForOutput, type Child } from './procs.ts';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export interface Server {
+  name: 'gateway' | 'bare';
+  child: Child;
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+const LISTENING = /"msg":"listening"/;
+const FALLBACK = /Falling back to a NodeJS implementation/;
+
+function baseEnv(): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' };
+}
+
+export interface GatewayOptions {
+  entry: string;
+  logLevel: string;
+  cpus: string | undefined;
+  startTimeoutMs: number;
+}
+
+export async function startGateway(options: GatewayOptions): Promise<Server> {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
+  const env = {
+    ...baseEnv(),
+    AUTH_SERVER_HOST: '127.0.0.1',
+    AUTH_SERVER_PORT: String(port),
+    AUTH_SQLITE_PATH: join(dir, 'rbac.sqlite3'),
+    AUTH_WORKERS: '1',
+    AUTH_METRICS_PORT: '0',
+    AUTH_LOG_LEVEL: options.logLevel,
+  };
+  const child = spawnChild('gateway', process.execPath, ['--import', 'tsx', options.entry], { cwd: ROOT, env, cpus: options.cpus });
+  const stop = async (): Promise<void> => {
+    await child.stop(12_000);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    await waitForOutput(child, LISTENING, options.startTimeoutMs);
+    await waitForPing(`http://127.0.0.1:${port}`, 10_000);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  warnFallback(child);
+  return { name: 'gateway', child, baseUrl: `http://127.0.0.1:${port}`, stop };
+}
+
+export interface BareOptions {
+  bodyTrue: string;
+  bodyFalse: string;
+  revision: number;
+  requestIdLength: number;
+  cpus: string | undefined;
+}
+
+export async function startBare(options: BareOptions): Promise<Server> {
+  const port = await freePort();
+  const env = {
+    ...baseEnv(),
+    BARE_PORT: String(port),
+    BARE_BODY_TRUE: options.bodyTrue,
+    BARE_BODY_FALSE: options.bodyFalse,
+    BARE_REVISION: String(options.revision),
+    BARE_REQUEST_ID_LEN: String(options.requestIdLength),
+  };
+  const child = spawnChild('bare', process.execPath, ['--import', 'tsx', 'bench/bare-server.ts'], { cwd: ROOT, env, cpus: options.cpus });
+  try {
+    await waitForOutput(child, LISTENING, 20_000);
+  } catch (err) {
+    await child.stop();
+    throw err;
+  }
+  warnFallback(child);
+  return { name: 'bare', child, baseUrl: `http://127.0.0.1:${port}`, stop: () => child.stop() };
+}
+
+function warnFallback(child: Child): void {
+  if (FALLBACK.test(child.output())) {
+    console.log(`WARNING: ${child.name} runs uWebSockets.js's Node.js fallback, not the native server: figures are meaningless`);
+  }
+}
+
+async function waitForPing(baseUrl: string, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      const res = await fetch(`${baseUrl}/ping`, { signal: AbortSignal.timeout(1_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return;
+    } catch {
+      // not yet
+    }
+    if (Date.now() - started > timeoutMs) throw new Error(`${baseUrl}/ping did not answer 200 within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
