@@ -46,16 +46,13 @@ function parseValue(raw: unknown, p: PropSchema): unknown {
 
 /**
  * Settings that ask for a capability this version does not have: refusing to start beats
- * running without what was asked for (no plaintext where encryption was wanted, no SQLite where
- * PostgreSQL was named).
+ * running without what was asked for (no plaintext where encryption was wanted).
  */
 function unavailable(cfg: Config): void {
   const refuse = (setting: string): never => {
     throw new ConfigError(`${setting} is not available in this version of rbac-gateway`);
   };
-  if (cfg.AUTH_DATABASE_TYPE === 'postgresql') refuse('AUTH_DATABASE_TYPE=postgresql');
   if (cfg.AUTH_ENABLE_ENCRYPTION) refuse('AUTH_ENABLE_ENCRYPTION=true');
-  if (cfg.AUTH_REDIS_URL !== undefined) refuse('AUTH_REDIS_URL');
 }
 
 /**

@@ -1,14 +1,13 @@
 import type { Store } from './port.ts';
+import { PostgresStore } from './postgres/index.ts';
+import type { StoreSettings } from './settings.ts';
 import { SqliteStore } from './sqlite/index.ts';
 
-/** Which database a process opens; plain data, so it can be handed to a pool thread. */
-export interface StoreSettings {
-  readonly type: 'sqlite' | 'postgresql';
-  readonly sqlitePath: string;
-}
+export { planThreads, storeSettings, type PostgresSettings, type StoreSettings, type ThreadPlan } from './settings.ts';
 
 /** Opens the adapter the settings name. */
 export function openStore(settings: StoreSettings): Store {
   if (settings.type === 'sqlite') return new SqliteStore(settings.sqlitePath);
-  throw new Error(`no store adapter for AUTH_DATABASE_TYPE=${settings.type}`);
+  if (settings.postgresql === undefined) throw new Error('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
+  return new PostgresStore(settings.postgresql);
 }

@@ -8,6 +8,12 @@ export interface Migration {
   readonly name: string;
   /** Statements for SQLite. */
   readonly sqlite: readonly string[];
+  /**
+   * The same schema for PostgreSQL. Names are `COLLATE "C"` so that keys compare and sort by
+   * code point as in SQLite; descriptions are `bytea` (UTF-8) because PostgreSQL text cannot hold
+   * U+0000, which a description may contain.
+   */
+  readonly postgresql: readonly string[];
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -53,6 +59,48 @@ export const MIGRATIONS: readonly Migration[] = [
          at TEXT NOT NULL,
          PRIMARY KEY (client_id, revision)
        ) WITHOUT ROWID`,
+    ],
+    postgresql: [
+      `CREATE TABLE meta (key TEXT COLLATE "C" PRIMARY KEY, value TEXT NOT NULL)`,
+      // 244 random bits from two v4 UUIDs (a CSPRNG in PostgreSQL 13+), without pgcrypto.
+      `INSERT INTO meta (key, value)
+       VALUES ('cursor_secret', encode(sha256(convert_to(gen_random_uuid()::text || gen_random_uuid()::text, 'UTF8')), 'hex'))`,
+      `CREATE TABLE clients (
+         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+         hash TEXT COLLATE "C" NOT NULL UNIQUE,
+         revision BIGINT NOT NULL DEFAULT 0
+       )`,
+      `CREATE TABLE roles (
+         client_id BIGINT NOT NULL,
+         role TEXT COLLATE "C" NOT NULL,
+         description BYTEA NOT NULL DEFAULT '\\x',
+         PRIMARY KEY (client_id, role)
+       )`,
+      `CREATE TABLE grants (
+         client_id BIGINT NOT NULL,
+         role TEXT COLLATE "C" NOT NULL,
+         permission TEXT COLLATE "C" NOT NULL,
+         PRIMARY KEY (client_id, role, permission)
+       )`,
+      `CREATE INDEX grants_by_permission ON grants (client_id, permission, role)`,
+      `CREATE TABLE memberships (
+         client_id BIGINT NOT NULL,
+         role TEXT COLLATE "C" NOT NULL,
+         "user" TEXT COLLATE "C" NOT NULL,
+         PRIMARY KEY (client_id, role, "user")
+       )`,
+      `CREATE INDEX memberships_by_user ON memberships (client_id, "user", role)`,
+      `CREATE TABLE changelog (
+         client_id BIGINT NOT NULL,
+         revision BIGINT NOT NULL,
+         op TEXT NOT NULL,
+         role TEXT COLLATE "C" NOT NULL,
+         permission TEXT COLLATE "C",
+         "user" TEXT COLLATE "C",
+         description BYTEA,
+         at TEXT NOT NULL,
+         PRIMARY KEY (client_id, revision)
+       )`,
     ],
   },
 ];

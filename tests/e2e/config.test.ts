@@ -29,6 +29,9 @@ const BAD: readonly BadCase[] = [
   { env: { AUTH_LOG_LEVEL: 'loud' }, names: 'AUTH_LOG_LEVEL', value: 'loud' },
   { env: { AUTH_ENABLE_ENCRYPTION: 'true' }, names: 'AUTH_ENCRYPTION_KEY' },
   { env: { AUTH_DATABASE_TYPE: 'postgresql' }, names: 'AUTH_POSTGRESQL_URL' },
+  { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: 'mysql://h/db' }, names: 'AUTH_POSTGRESQL_URL', value: 'mysql://h/db' },
+  { env: { AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS: 'soon' }, names: 'AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS', value: 'soon' },
+  { env: { AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS: '0' }, names: 'AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS', value: '0' },
   { env: { AUTH_WORKERS: '0' }, names: 'AUTH_WORKERS', value: '0' },
   { env: { AUTH_ALLOW_CORS: 'maybe' }, names: 'AUTH_ALLOW_CORS', value: 'maybe' },
 ];

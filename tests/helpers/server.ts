@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { RbacClient } from '../../src/client/index.ts';
+import { createTestDatabase, type TestDatabase } from './postgres.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -31,7 +32,11 @@ export function tempDir(prefix = 'rbac-test-'): { dir: string; cleanup: () => vo
 
 export interface ServerOptions {
   env?: Record<string, string>;
-  /** SQLite file; a fresh temp file when omitted. */
+  /**
+   * SQLite file; a fresh temp file when omitted. With AUTH_TEST_DATABASE=postgresql in the
+   * environment (and neither this nor AUTH_DATABASE_TYPE in `env`), the server gets a fresh
+   * PostgreSQL database instead, dropped when it exits.
+   */
   sqlitePath?: string;
   /** How long to wait for "listening" (ms). */
   startTimeoutMs?: number;
@@ -41,6 +46,8 @@ export interface RunningServer {
   baseUrl: string;
   port: number;
   sqlitePath: string;
+  /** The PostgreSQL database it runs on, when it does (see {@link ServerOptions.sqlitePath}). */
+  postgresUrl: string | undefined;
   proc: ChildProcess;
   /** Everything the process wrote so far (stdout and stderr). */
   output(): string;
@@ -62,6 +69,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     owned = tempDir();
     sqlitePath = join(owned.dir, 'rbac.sqlite3');
   }
+  let database: TestDatabase | undefined;
+  if (process.env.AUTH_TEST_DATABASE === 'postgresql' && options.sqlitePath === undefined && options.env?.AUTH_DATABASE_TYPE === undefined) {
+    database = await createTestDatabase();
+  }
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
@@ -71,6 +82,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     AUTH_WORKERS: '1',
     AUTH_METRICS_PORT: '0',
     AUTH_LOG_LEVEL: 'info',
+    ...(database === undefined ? {} : { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: database.url }),
     ...options.env,
   };
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -81,8 +93,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let out = '';
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  void exited.then(() => owned?.cleanup());
+  // Resolves once the process is gone and its database (if it had its own) is dropped.
+  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code))).then(async (code) => {
+    owned?.cleanup();
+    await database?.drop().catch((err: unknown) => console.log(`could not drop ${database?.name}: ${String(err)}`));
+    return code;
+  });
 
   const timeout = options.startTimeoutMs ?? 20_000;
   const started = Date.now();
@@ -103,6 +119,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     baseUrl,
     port,
     sqlitePath,
+    postgresUrl: database?.url,
     proc,
     exited,
     output: () => out,

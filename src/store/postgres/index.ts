@@ -1,0 +1,257 @@
+import pg from 'pg';
+import type { PoolClient, QueryResult } from 'pg';
+import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
+import { AppError } from '../../errors/index.ts';
+import { timestamp } from '../../time/index.ts';
+import { MIGRATIONS } from '../migrations.ts';
+import type { Store, TenantId, WriteOutcome } from '../port.ts';
+import type { PostgresSettings } from '../settings.ts';
+import { storeFailure, transience } from '../transient.ts';
+import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
+
+type Row = Record<string, unknown>;
+type Db = Pick<PoolClient, 'query'>;
+
+const run = async (db: Db, st: Statement, values: unknown[]): Promise<QueryResult<Row>> =>
+  db.query<Row>({ name: st.name, text: st.text, values });
+
+/**
+ * The shared store: PostgreSQL through a pg connection pool. Every write is one transaction at
+ * READ COMMITTED that first locks the tenant's `clients` row (`SELECT … FOR UPDATE`), so writers
+ * of one tenant, from any process or instance, queue there and each sees the state the previous
+ * one committed: revisions are unique and gapless. Migrations run on first use, under an
+ * advisory lock. Failures are thrown as catalogued errors (see `../transient.ts`).
+ */
+export class PostgresStore implements Store {
+  readonly #pool: pg.Pool;
+  #ready: Promise<void> | undefined;
+
+  constructor(settings: PostgresSettings) {
+    this.#pool = new pg.Pool({
+      connectionString: settings.url,
+      max: settings.poolMax,
+      connectionTimeoutMillis: settings.connectTimeoutMs,
+      statement_timeout: settings.statementTimeoutMs,
+      // The server cancels at statement_timeout; this catches a server or network that went silent.
+      query_timeout: settings.statementTimeoutMs + 1000,
+      idle_in_transaction_session_timeout: settings.statementTimeoutMs * 2,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+      application_name: 'rbac-gateway',
+    });
+    // An idle connection that dies (server restart, network) is dropped by the pool; without a
+    // listener the 'error' event would kill the process. The next call connects anew.
+    this.#pool.on('error', () => undefined);
+  }
+
+  /** Migrates once per store; a failed attempt is retried by the next call. */
+  #migrated(): Promise<void> {
+    this.#ready ??= this.#tx('migrate', migrate).catch((err: unknown) => {
+      this.#ready = undefined;
+      throw err;
+    });
+    return this.#ready;
+  }
+
+  /** One statement outside a transaction. */
+  async #query(what: string, st: Statement, values: unknown[]): Promise<Row[]> {
+    await this.#migrated();
+    try {
+      return (await run(this.#pool, st, values)).rows;
+    } catch (err) {
+      throw storeFailure(err, what);
+    }
+  }
+
+  /**
+   * Runs `body` in a transaction on one connection. `body` answers whether to commit. A
+   * connection lost while COMMIT was in flight is ERR_STORE_COMMIT_UNKNOWN (never retried: the
+   * transaction may be in); any failure before it means nothing was committed.
+   */
+  async #tx<T>(what: string, body: (db: Db) => Promise<{ commit: boolean; value: T }>): Promise<T> {
+    let db: PoolClient;
+    try {
+      db = await this.#pool.connect();
+    } catch (err) {
+      throw storeFailure(err, what);
+    }
+    // A connection that breaks between two statements emits 'error' on the checked-out client,
+    // which the pool does not listen to: without this the error would take the thread down. The
+    // next statement fails on its own and is handled below.
+    const ignore = (): void => undefined;
+    db.on('error', ignore);
+    let committing = false;
+    try {
+      await db.query('BEGIN');
+      const { commit, value } = await body(db);
+      committing = commit;
+      await db.query(commit ? 'COMMIT' : 'ROLLBACK');
+      db.off('error', ignore);
+      db.release();
+      return value;
+    } catch (err) {
+      db.off('error', ignore);
+      db.release(true); // unknown state: close the connection rather than reuse it
+      if (committing && transience(err) === 'unavailable') {
+        throw new AppError('ERR_STORE_COMMIT_UNKNOWN', `the connection to the database was lost while committing (${what}); the change may or may not be in`);
+      }
+      throw storeFailure(err, what);
+    }
+  }
+
+  async load(tenant: TenantId): Promise<Snapshot> {
+    const row = (await this.#query('load', SQL.load, [tenant]))[0];
+    if (row === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
+    const roles = (row.roles ?? []) as Array<[string, string]>;
+    return {
+      revision: Number(row.revision),
+      roles: roles.map(([role, hex]) => [role, Buffer.from(hex, 'hex').toString('utf8')] as const),
+      grants: (row.grants ?? []) as Array<[string, string]>,
+      memberships: (row.memberships ?? []) as Array<[string, string]>,
+    };
+  }
+
+  async revision(tenant: TenantId): Promise<number> {
+    const row = (await this.#query('revision', SQL.revision, [tenant]))[0];
+    return row === undefined ? 0 : Number(row.revision);
+  }
+
+  async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
+    if (tenants.length === 0) return [];
+    const rows = await this.#query('revisions', SQL.revisions, [tenants]);
+    return rows.map((r) => [String(r.hash), Number(r.revision)]);
+  }
+
+  async write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
+    await this.#migrated();
+    return this.#tx('write', async (db) => {
+      const outcome = await applyWrite(db, tenant, change);
+      return { commit: outcome.ok, value: outcome };
+    });
+  }
+
+  async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
+    const rows = await this.#query('changes', SQL.changes, [tenant, since, limit]);
+    return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
+  }
+
+  async cursorSecret(): Promise<Buffer> {
+    const row = (await this.#query('cursorSecret', SQL.cursorSecret, []))[0];
+    if (row === undefined) throw new AppError('ERR_INTERNAL', 'cursor secret missing from meta');
+    return Buffer.from(String(row.value), 'hex');
+  }
+
+  async ping(): Promise<void> {
+    await this.#query('ping', { name: 'rbac_ping', text: 'SELECT 1' }, []);
+  }
+
+  async close(): Promise<void> {
+    if (!this.#pool.ended) await this.#pool.end();
+  }
+}
+
+/** The tenant's row, locked; created first when `create` (a role.create on a new tenant). */
+async function lockClient(db: Db, tenant: TenantId, create: boolean): Promise<{ id: string; revision: number } | undefined> {
+  let row = (await run(db, SQL.lockClient, [tenant])).rows[0];
+  if (row === undefined && create) {
+    // Concurrent creators of one tenant: one inserts, the others wait on the unique key, then
+    // find the row and queue on its lock.
+    await run(db, SQL.insertClient, [tenant]);
+    row = (await run(db, SQL.lockClient, [tenant])).rows[0];
+  }
+  return row === undefined ? undefined : { id: String(row.id), revision: Number(row.revision) };
+}
+
+/** Inside the transaction: locks the tenant, checks the change against its state, applies it. */
+async function applyWrite(db: Db, tenant: TenantId, change: Change): Promise<WriteOutcome> {
+  const client = await lockClient(db, tenant, change.op === 'role.create');
+  const refuse = (code: string, message: string): WriteOutcome => ({ ok: false, error: { code, message }, revision: client?.revision ?? 0 });
+  const roleExists = client !== undefined && (await run(db, SQL.roleExists, [client.id, change.role])).rowCount === 1;
+  if (change.op === 'role.create') {
+    if (roleExists) return refuse('ERR_AUTHZ_ROLE_EXISTS', `Role '${change.role}' already exists`);
+  } else if (!roleExists) {
+    return refuse('ERR_AUTHZ_ROLE_NOT_FOUND', `Role '${change.role}' does not exist`);
+  }
+  if (client === undefined) throw new Error('tenant row missing after lock'); // unreachable: created above
+  const applied = await applyChange(db, client.id, change);
+  if ('refused' in applied) return refuse(...applied.refused);
+  const committed = await run(db, SQL.commitChange, [
+    client.id,
+    change.op,
+    change.role,
+    'permission' in change ? change.permission : null,
+    'user' in change ? change.user : null,
+    change.op === 'role.create' ? Buffer.from(change.description, 'utf8') : null,
+    timestamp(),
+  ]);
+  return { ok: true, revision: Number(committed.rows[0]?.revision), change, ...applied };
+}
+
+type Applied = { readonly refused: [code: string, message: string] } | { readonly permissionsRemoved?: number; readonly membershipsRemoved?: number };
+
+/** The change itself, on a tenant whose role check passed; a no-op insert or delete is a refusal. */
+async function applyChange(db: Db, id: string, change: Change): Promise<Applied> {
+  const none = (r: QueryResult): boolean => r.rowCount === 0;
+  switch (change.op) {
+    case 'role.create':
+      await run(db, SQL.insertRole, [id, change.role, Buffer.from(change.description, 'utf8')]);
+      return {};
+    case 'role.delete': {
+      const counts = (await run(db, SQL.deleteRole, [id, change.role])).rows[0];
+      return { permissionsRemoved: Number(counts?.grants), membershipsRemoved: Number(counts?.members) };
+    }
+    case 'permission.grant':
+      return none(await run(db, SQL.insertGrant, [id, change.role, change.permission]))
+        ? { refused: ['ERR_AUTHZ_GRANT_EXISTS', `Permission '${change.permission}' is already granted to role '${change.role}'`] }
+        : {};
+    case 'permission.revoke':
+      return none(await run(db, SQL.deleteGrant, [id, change.role, change.permission]))
+        ? { refused: ['ERR_AUTHZ_GRANT_NOT_FOUND', `Permission '${change.permission}' is not granted to role '${change.role}'`] }
+        : {};
+    case 'membership.add':
+      return none(await run(db, SQL.insertMember, [id, change.role, change.user]))
+        ? { refused: ['ERR_AUTHZ_MEMBERSHIP_EXISTS', `User '${change.user}' is already a member of role '${change.role}'`] }
+        : {};
+    case 'membership.remove':
+      return none(await run(db, SQL.deleteMember, [id, change.role, change.user]))
+        ? { refused: ['ERR_AUTHZ_MEMBERSHIP_NOT_FOUND', `User '${change.user}' is not a member of role '${change.role}'`] }
+        : {};
+  }
+}
+
+/** Rebuilds a change from its changelog row. */
+function changeOf(r: Row): Change {
+  const role = String(r.role);
+  switch (r.op) {
+    case 'role.create':
+      return { op: 'role.create', role, description: r.description instanceof Buffer ? r.description.toString('utf8') : '' };
+    case 'role.delete':
+      return { op: 'role.delete', role };
+    case 'permission.grant':
+    case 'permission.revoke':
+      return { op: r.op, role, permission: String(r.permission) };
+    case 'membership.add':
+    case 'membership.remove':
+      return { op: r.op, role, user: String(r.user) };
+    default:
+      throw new Error(`unknown op in changelog: ${String(r.op)}`);
+  }
+}
+
+/**
+ * Applies pending migrations in one transaction under a transaction-scoped advisory lock: a
+ * process that starts while another migrates waits, then finds the versions recorded and applies
+ * nothing. PostgreSQL's DDL is transactional, so a failed migration leaves no half-made schema.
+ */
+async function migrate(db: Db): Promise<{ commit: boolean; value: undefined }> {
+  await db.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+  await db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
+  const applied = new Set((await db.query<Row>('SELECT version FROM schema_migrations')).rows.map((r) => Number(r.version)));
+  for (const m of MIGRATIONS) {
+    if (applied.has(m.version)) continue;
+    for (const sql of m.postgresql) await db.query(sql);
+    await db.query('INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)', [m.version, m.name, timestamp()]);
+  }
+  return { commit: true, value: undefined };
+}

@@ -1,0 +1,64 @@
+import type { Config } from '../config/index.ts';
+
+/**
+ * Which database a process opens and how; plain data, so it can be handed to a pool thread.
+ * Kept apart from the adapters so that choosing settings loads no driver.
+ */
+export interface StoreSettings {
+  readonly type: 'sqlite' | 'postgresql';
+  readonly sqlitePath: string;
+  /** Required when `type` is `postgresql`. */
+  readonly postgresql?: PostgresSettings;
+}
+
+export interface PostgresSettings {
+  /** `postgresql://user:pass@host:port/db`. */
+  readonly url: string;
+  /** Connections one store (one pool thread) may hold at once; see {@link planThreads}. */
+  readonly poolMax: number;
+  /** Opening a connection, or waiting for a free one, fails after this. */
+  readonly connectTimeoutMs: number;
+  /** Server-side statement_timeout (lock waits included); the client gives up 1 s later. */
+  readonly statementTimeoutMs: number;
+}
+
+/** The store settings of a process, from its configuration. */
+export function storeSettings(config: Config): StoreSettings {
+  const { AUTH_DATABASE_TYPE: type, AUTH_SQLITE_PATH: sqlitePath, AUTH_POSTGRESQL_URL: url } = config;
+  if (url === undefined) return { type, sqlitePath };
+  return {
+    type,
+    sqlitePath,
+    postgresql: {
+      url,
+      poolMax: config.AUTH_POSTGRESQL_POOL_MAX,
+      connectTimeoutMs: config.AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: config.AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS,
+    },
+  };
+}
+
+/** How a process's store is spread over its pool threads. */
+export interface ThreadPlan {
+  /** Settings each thread opens its store with. */
+  readonly settings: StoreSettings;
+  readonly threads: number;
+  /** Tasks one thread runs at once. */
+  readonly concurrency: number;
+}
+
+/**
+ * Splits a process's store over at most `threads` pool threads. SQLite is synchronous: one task
+ * per thread. PostgreSQL: AUTH_POSTGRESQL_POOL_MAX is the process's connection budget; each
+ * thread gets an equal share (at least one connection, so never more threads than connections)
+ * and runs as many tasks at once as it has connections, so the process never holds more than
+ * the budget and every connection can be busy. Example: 10 connections over 2 threads are 2
+ * pools of 5; 3 over 2 are 2 pools of 1 (the odd one is not used); 1 over 2 is 1 thread.
+ */
+export function planThreads(settings: StoreSettings, threads: number): ThreadPlan {
+  const pg = settings.postgresql;
+  if (settings.type !== 'postgresql' || pg === undefined) return { settings, threads, concurrency: 1 };
+  const used = Math.max(1, Math.min(threads, pg.poolMax));
+  const share = Math.max(1, Math.floor(pg.poolMax / used));
+  return { settings: { ...settings, postgresql: { ...pg, poolMax: share } }, threads: used, concurrency: share };
+}

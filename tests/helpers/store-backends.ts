@@ -1,0 +1,69 @@
+/**
+ * The databases the store conformance suite runs against: each hands out fresh, empty databases
+ * as StoreSettings (so stores are opened exactly as the service opens them) and can read what the
+ * port does not show (the recorded migrations).
+ */
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import type { StoreSettings } from '../../src/store/index.ts';
+import { createTestDatabase, postgresSkipReason, type TestDatabase } from './postgres.ts';
+import { tempDir } from './server.ts';
+
+export interface StoreBackend {
+  readonly name: 'sqlite' | 'postgresql';
+  /** Why the backend cannot run here; false when it can. */
+  skip(): Promise<string | false>;
+  /** Settings of a new, empty database. */
+  fresh(): Promise<StoreSettings>;
+  /** Versions recorded in `schema_migrations`, ascending. */
+  versions(settings: StoreSettings): Promise<number[]>;
+  /** Removes every database this backend handed out. */
+  cleanup(): Promise<void>;
+}
+
+export function sqliteBackend(): StoreBackend {
+  const dir = tempDir('rbac-conformance-');
+  let n = 0;
+  return {
+    name: 'sqlite',
+    skip: async () => false,
+    fresh: async () => ({ type: 'sqlite', sqlitePath: join(dir.dir, `db${++n}`, 'rbac.sqlite3') }),
+    async versions(settings) {
+      const db = new Database(settings.sqlitePath, { readonly: true });
+      try {
+        return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[]).map(Number);
+      } finally {
+        db.close();
+      }
+    },
+    cleanup: async () => dir.cleanup(),
+  };
+}
+
+export function postgresBackend(): StoreBackend {
+  const made: TestDatabase[] = [];
+  return {
+    name: 'postgresql',
+    skip: postgresSkipReason,
+    async fresh() {
+      const db = await createTestDatabase();
+      made.push(db);
+      return {
+        type: 'postgresql',
+        sqlitePath: '',
+        postgresql: { url: db.url, poolMax: 4, connectTimeoutMs: 3000, statementTimeoutMs: 10_000 },
+      };
+    },
+    async versions(settings) {
+      const c = new pg.Client({ connectionString: settings.postgresql?.url });
+      await c.connect();
+      try {
+        return (await c.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((r) => Number(r.version));
+      } finally {
+        await c.end();
+      }
+    },
+    cleanup: async () => void (await Promise.all(made.map((db) => db.drop()))),
+  };
+}
