@@ -11,6 +11,8 @@ export const configSchema = {
     AUTH_SQLITE_PATH: { type: 'string', minLength: 1, default: './data/rbac.sqlite3' },
     AUTH_POSTGRESQL_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     AUTH_POSTGRESQL_POOL_MAX: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
+    AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 10000 },
     AUTH_REDIS_URL: { type: 'string', pattern: '^rediss?://' },
     AUTH_SERVER_HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     AUTH_SERVER_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 5000 },
@@ -28,6 +30,10 @@ export const configSchema = {
     AUTH_MAX_BODY_BYTES: { type: 'integer', minimum: 64, maximum: 1073741824, default: 1048576 },
     AUTH_WEBHOOK_ALLOWED_HOSTS: { type: 'string' },
     AUTH_LOG_LEVEL: { type: 'string', enum: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
+    AUTH_DB_RETRY_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 10, default: 3 },
+    AUTH_DB_BREAKER_THRESHOLD: { type: 'integer', minimum: 1, maximum: 1000, default: 5 },
+    AUTH_DB_BREAKER_COOLDOWN_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
+    AUTH_REVALIDATE_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 2000 },
   },
 } as const;
 
@@ -37,7 +43,12 @@ export interface Config {
   readonly AUTH_DATABASE_TYPE: 'sqlite' | 'postgresql';
   readonly AUTH_SQLITE_PATH: string;
   readonly AUTH_POSTGRESQL_URL?: string;
+  /** Connections per worker process, shared by its pool threads. */
   readonly AUTH_POSTGRESQL_POOL_MAX: number;
+  /** How long opening a connection (or waiting for a free one in the pool) may take. */
+  readonly AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS: number;
+  /** Server-side statement_timeout of every connection; lock waits count. */
+  readonly AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS: number;
   readonly AUTH_REDIS_URL?: string;
   readonly AUTH_SERVER_HOST: string;
   readonly AUTH_SERVER_PORT: number;
@@ -55,4 +66,12 @@ export interface Config {
   readonly AUTH_MAX_BODY_BYTES: number;
   readonly AUTH_WEBHOOK_ALLOWED_HOSTS?: string;
   readonly AUTH_LOG_LEVEL: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** Attempts per database call when it fails before committing (1: no retry). */
+  readonly AUTH_DB_RETRY_ATTEMPTS: number;
+  /** Consecutive database failures that open the circuit. */
+  readonly AUTH_DB_BREAKER_THRESHOLD: number;
+  /** How long an open circuit refuses before one probe is let through. */
+  readonly AUTH_DB_BREAKER_COOLDOWN_MS: number;
+  /** With Redis: how often cached clients' revisions are compared with the database. */
+  readonly AUTH_REVALIDATE_MS: number;
 }

@@ -29,6 +29,8 @@ export const ERRORS = {
   ERR_AUTHZ_MEMBERSHIP_NOT_FOUND: { status: 404, retryable: false },
   ERR_CONSISTENCY_REVISION_TIMEOUT: { status: 503, retryable: true },
   ERR_STORE_UNAVAILABLE: { status: 503, retryable: true },
+  ERR_STORE_COMMIT_UNKNOWN: { status: 503, retryable: false },
+  ERR_STORE_CONFLICT: { status: 503, retryable: true },
   ERR_INTERNAL: { status: 500, retryable: false },
 } as const satisfies Record<string, ErrorSpec>;
 

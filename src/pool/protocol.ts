@@ -5,6 +5,7 @@ import type { WireError } from '../errors/index.ts';
 export type Task =
   | { readonly kind: 'load'; readonly tenant: string }
   | { readonly kind: 'revision'; readonly tenant: string }
+  | { readonly kind: 'revisions'; readonly tenants: readonly string[] }
   | { readonly kind: 'write'; readonly tenant: string; readonly change: Change }
   | { readonly kind: 'changes'; readonly tenant: string; readonly since: number; readonly limit: number }
   | { readonly kind: 'cursorSecret' }
@@ -13,6 +14,7 @@ export type Task =
 export interface TaskValue {
   load: Snapshot;
   revision: number;
+  revisions: Array<[string, number]>;
   write: WriteOutcome;
   changes: ChangeRecord[];
   /** Hex, so it crosses the thread boundary as a plain string. */

@@ -3,6 +3,7 @@ import { workerData } from 'piscina';
 import { toWire } from '../../errors/index.ts';
 import { openStore, type StoreSettings } from '../../store/index.ts';
 import type { Store } from '../../store/port.ts';
+import { storeFailure } from '../../store/transient.ts';
 import type { Task, TaskReply, TaskValue } from '../protocol.ts';
 
 let store: Store | undefined;
@@ -13,6 +14,8 @@ async function run(s: Store, task: Task): Promise<TaskValue[Task['kind']]> {
       return s.load(task.tenant);
     case 'revision':
       return s.revision(task.tenant);
+    case 'revisions':
+      return s.revisions(task.tenants);
     case 'write':
       return s.write(task.tenant, task.change);
     case 'changes':
@@ -30,6 +33,6 @@ export default async function storeTask(task: Task): Promise<TaskReply<Task['kin
     store ??= openStore(workerData as StoreSettings);
     return { ok: true, value: await run(store, task) };
   } catch (err) {
-    return { ok: false, error: toWire(err) };
+    return { ok: false, error: toWire(storeFailure(err, task.kind)) };
   }
 }

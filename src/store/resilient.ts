@@ -1,0 +1,92 @@
+import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import { AppError } from '../errors/index.ts';
+import type { CircuitBreaker } from './breaker.ts';
+import type { Store, TenantId } from './port.ts';
+import { withRetry, type RetryPolicy } from './retry.ts';
+
+/**
+ * The database did not answer. Adapters report ERR_STORE_UNAVAILABLE only when the transaction
+ * certainly did not commit (so a retry cannot apply a write twice), and ERR_STORE_COMMIT_UNKNOWN
+ * when the connection broke while committing (never retried: the write may be in).
+ */
+function databaseDown(err: unknown): boolean {
+  return err instanceof AppError && (err.code === 'ERR_STORE_UNAVAILABLE' || err.code === 'ERR_STORE_COMMIT_UNKNOWN');
+}
+
+/** Failed before committing: the database was unreachable, or it aborted a conflicting transaction. */
+function retryable(err: unknown): boolean {
+  if (!(err instanceof AppError) || err instanceof CircuitOpenError) return false;
+  return err.code === 'ERR_STORE_UNAVAILABLE' || err.code === 'ERR_STORE_CONFLICT';
+}
+
+/** Refused without asking the database: its circuit is open. */
+export class CircuitOpenError extends AppError {
+  constructor(retryAfterMs: number) {
+    super('ERR_STORE_UNAVAILABLE', `the database is unavailable (circuit open, next attempt in ${Math.ceil(retryAfterMs / 1000)} s)`);
+  }
+}
+
+/**
+ * The store as the worker uses it: every call goes through the circuit breaker, and calls that
+ * failed before reaching a commit are retried with backoff. While the circuit is open, calls fail
+ * at once with 503, so requests for uncached clients and writes do not queue behind a dead
+ * database; cached clients are answered from memory without coming here.
+ */
+export class ResilientStore implements Store {
+  readonly #inner: Store;
+  readonly #breaker: CircuitBreaker;
+  readonly #retry: RetryPolicy;
+
+  constructor(inner: Store, breaker: CircuitBreaker, retry: RetryPolicy) {
+    this.#inner = inner;
+    this.#breaker = breaker;
+    this.#retry = retry;
+  }
+
+  /** Whether the circuit lets calls through right now (for /ready). */
+  get open(): boolean {
+    return this.#breaker.state === 'open';
+  }
+
+  async #guarded<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.#breaker.tryAcquire()) throw new CircuitOpenError(this.#breaker.retryAfterMs);
+    try {
+      const value = await fn();
+      this.#breaker.success();
+      return value;
+    } catch (err) {
+      if (databaseDown(err)) this.#breaker.failure();
+      else this.#breaker.release();
+      throw err;
+    }
+  }
+
+  #call<T>(fn: () => Promise<T>): Promise<T> {
+    return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open');
+  }
+
+  load(tenant: TenantId): Promise<Snapshot> {
+    return this.#call(() => this.#inner.load(tenant));
+  }
+  revision(tenant: TenantId): Promise<number> {
+    return this.#call(() => this.#inner.revision(tenant));
+  }
+  revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
+    return this.#call(() => this.#inner.revisions(tenants));
+  }
+  write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
+    return this.#call(() => this.#inner.write(tenant, change));
+  }
+  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
+    return this.#call(() => this.#inner.changes(tenant, since, limit));
+  }
+  cursorSecret(): Promise<Buffer> {
+    return this.#call(() => this.#inner.cursorSecret());
+  }
+  ping(): Promise<void> {
+    return this.#call(() => this.#inner.ping());
+  }
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * A database outage (CONTRACT.md §7), caused for real: the service reaches PostgreSQL through a TCP
+ * proxy the test cuts (every connection reset, new ones refused) and restores. Cached clients keep
+ * being answered from memory, writes and uncached clients fail fast with 503 and Retry-After once
+ * the circuit is open, /ready names the database, and everything recovers without a restart.
+ * Nothing acknowledged is lost; nothing refused is applied.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { startServer } from '../helpers/server.ts';
+import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
+import { freshPostgresDatabase } from '../helpers/postgres.ts';
+import { requireService } from '../helpers/services.ts';
+import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+
+const PG_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the circuit opens and recovers, nothing acknowledged is lost', { timeout: 120_000 }, async (t) => {
+  if (!(await requireService(t, 'PostgreSQL', PG_URL))) return;
+  const db = await freshPostgresDatabase(t);
+  const target = new URL(db.url);
+  const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));
+  t.after(() => proxy.close());
+  const viaProxy = new URL(db.url);
+  viaProxy.hostname = '127.0.0.1';
+  viaProxy.port = String(proxy.port);
+  const server = await startServer({
+    startTimeoutMs: 40_000,
+    env: {
+      AUTH_DATABASE_TYPE: 'postgresql',
+      AUTH_POSTGRESQL_URL: viaProxy.href,
+      AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS: '1000',
+      AUTH_WORKERS: '2',
+      AUTH_DB_BREAKER_THRESHOLD: '3',
+      AUTH_DB_BREAKER_COOLDOWN_MS: '1000',
+    },
+  });
+  t.after(() => server.kill());
+  const port = server.port;
+  /** The service's warnings and errors, for assertion messages. */
+  const logged = (): string => server.output().split('\n').filter((l) => /"level":"(warn|error)"/.test(l)).slice(-15).join('\n');
+  const key = randomUUID();
+  const c = server.client(key);
+  assert.equal((await c.createRole('R')).status, 201);
+  assert.equal((await c.addMember('alice', 'R')).status, 201);
+  const acknowledged: string[] = [];
+  for (let i = 0; i < 10; i++) {
+    const res = await c.grant('R', `before${i}`);
+    assert.equal(res.status, 201);
+    acknowledged.push(`before${i}`);
+  }
+  const get = (path: string, k = key): Promise<RawResult<{ has_permission: boolean }>> => rawRequest({ port, key: k, path, timeoutMs: 10_000 });
+  // Every worker caches the client (new connections spread over both).
+  for (let i = 0; i < 20; i++) assert.equal((await get('/api/has_permission/alice/before3')).data?.has_permission, true);
+
+  await proxy.cut();
+
+  // Cached checks: answered from memory, right, and fast.
+  const slowest = { ms: 0 };
+  for (let i = 0; i < 40; i++) {
+    const t0 = performance.now();
+    const res = await get(`/api/has_permission/alice/before${i % 10}`);
+    slowest.ms = Math.max(slowest.ms, performance.now() - t0);
+    assert.equal(res.status, 200, `cached check during the outage: HTTP ${res.status} ${res.text}`);
+    assert.equal(res.data?.has_permission, true);
+  }
+  t.diagnostic(`cached checks during the outage: slowest ${slowest.ms.toFixed(1)} ms`);
+
+  // Writes: 503 with Retry-After, never 500; once the circuit is open, at once.
+  const refused: string[] = [];
+  const times: number[] = [];
+  for (let i = 0; i < 12; i++) {
+    const perm = `during${i}`;
+    const t0 = performance.now();
+    const res = await rawRequest({ port, key, method: 'POST', path: `/api/permission/R/${perm}`, timeoutMs: 15_000 });
+    times.push(performance.now() - t0);
+    assert.equal(res.status, 503, `a write during the outage: HTTP ${res.status} ${res.text}\n${logged()}`);
+    assert.ok(res.headers['retry-after'] !== undefined, 'Retry-After on 503');
+    assert.doesNotMatch(res.text, /127\.0\.0\.1|postgres|ECONN|SELECT|INSERT/i, 'no host, driver code or SQL in the body');
+    refused.push(perm);
+  }
+  t.diagnostic(`write answers during the outage (ms): ${times.map((x) => x.toFixed(0)).join(', ')}`);
+  const lastFour = times.slice(-4);
+  assert.ok(Math.max(...lastFour) < 300, `with the circuit open, writes fail fast (last four took ${lastFour.map((x) => x.toFixed(0)).join(', ')} ms)`);
+
+  // An uncached client cannot be hydrated: 503, fast.
+  const stranger = await get('/api/has_permission/alice/x', randomUUID());
+  assert.equal(stranger.status, 503, stranger.text);
+  const ready = await rawRequest({ port, path: '/ready', timeoutMs: 10_000 });
+  assert.equal(ready.status, 503);
+  assert.match(ready.text, /database/);
+
+  await proxy.restore();
+
+  // Recovery without a restart: the next probe after the cool-down closes the circuit.
+  const t0 = Date.now();
+  let recovered: RawResult | undefined;
+  while (Date.now() - t0 < 20_000) {
+    const res = await rawRequest({ port, key, method: 'POST', path: '/api/permission/R/after', timeoutMs: 15_000 });
+    if (res.status === 201) {
+      recovered = res;
+      break;
+    }
+    assert.equal(res.status, 503, res.text);
+    await sleep(200);
+  }
+  assert.ok(recovered !== undefined, 'writes succeed again after the database is back');
+  acknowledged.push('after');
+  t.diagnostic(`writes recovered ${Date.now() - t0} ms after the database came back`);
+  // Each worker has its own circuit: one that saw no request yet closes at its next probe, at
+  // most one cool-down later. Then every worker is ready.
+  const readySince = Date.now();
+  while ((await rawRequest({ port, path: '/ready', timeoutMs: 10_000 })).status !== 200) {
+    assert.ok(Date.now() - readySince < 5000, '/ready answers 200 again within a few cool-downs');
+    await sleep(100);
+  }
+  await sleep(1100);
+  for (let i = 0; i < 10; i++) assert.equal((await rawRequest({ port, path: '/ready', timeoutMs: 10_000 })).status, 200);
+  assert.equal((await get('/api/has_permission/alice/x', randomUUID())).status, 200, 'uncached clients hydrate again');
+
+  // Nothing acknowledged lost, nothing refused applied: on every worker.
+  for (let i = 0; i < 6; i++) {
+    const minRevision = String(recovered.revision);
+    const listed: RawResult<Array<{ name: string }>> = await rawRequest({ port, key, path: '/api/role_permissions/R?limit=1000', headers: { 'x-authz-min-revision': minRevision }, timeoutMs: 10_000 });
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual((listed.data ?? []).map((x) => x.name).sort(), [...acknowledged].sort());
+  }
+  const changes = await c.request<Array<{ permission?: string }>>('GET', '/api/changes?since=0');
+  assert.equal(changes.status, 200);
+  const inLog = ((changes.body as { data: Array<{ permission?: string }> }).data).map((e) => e.permission).filter((p) => p !== undefined);
+  for (const perm of refused) assert.ok(!inLog.includes(perm), `${perm} was refused with 503 and must not be in the changelog`);
+});

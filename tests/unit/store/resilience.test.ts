@@ -1,0 +1,127 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { WriteOutcome } from '../../../src/authz/changes.ts';
+import { AppError } from '../../../src/errors/index.ts';
+import { CircuitBreaker, type BreakerState } from '../../../src/store/breaker.ts';
+import type { Store } from '../../../src/store/port.ts';
+import { CircuitOpenError, ResilientStore } from '../../../src/store/resilient.ts';
+import { backoffMs, withRetry } from '../../../src/store/retry.ts';
+
+const FAST = { attempts: 3, baseMs: 1, maxMs: 2 };
+const down = (): AppError => new AppError('ERR_STORE_UNAVAILABLE', 'connection refused');
+
+function clock(): { now: () => number; advance: (ms: number) => void } {
+  let t = 1_000;
+  return { now: () => t, advance: (ms) => (t += ms) };
+}
+
+test('backoff doubles up to the cap and is jittered below it', () => {
+  const p = { attempts: 5, baseMs: 50, maxMs: 300 };
+  assert.equal(backoffMs(p, 1, () => 0.999), 49);
+  assert.equal(backoffMs(p, 2, () => 0.999), 99);
+  assert.equal(backoffMs(p, 3, () => 0.999), 199);
+  assert.equal(backoffMs(p, 4, () => 0.999), 299);
+  assert.equal(backoffMs(p, 9, () => 0.999), 299);
+  assert.equal(backoffMs(p, 3, () => 0), 0);
+});
+
+test('withRetry retries only what it is told to, at most `attempts` times', async () => {
+  let calls = 0;
+  await assert.rejects(withRetry(async () => { calls++; throw down(); }, () => true, FAST), /connection refused/);
+  assert.equal(calls, 3);
+  calls = 0;
+  await assert.rejects(withRetry(async () => { calls++; throw new Error('bug'); }, () => false, FAST), /bug/);
+  assert.equal(calls, 1);
+  calls = 0;
+  assert.equal(await withRetry(async () => (++calls < 3 ? Promise.reject(down()) : 'ok'), () => true, FAST), 'ok');
+  assert.equal(calls, 3);
+});
+
+test('the breaker opens after the threshold, refuses during the cool-down, then lets one probe through', () => {
+  const c = clock();
+  const seen: BreakerState[] = [];
+  const b = new CircuitBreaker({ threshold: 3, cooldownMs: 500, now: c.now, onChange: (s) => seen.push(s) });
+  for (let i = 0; i < 2; i++) {
+    assert.ok(b.tryAcquire());
+    b.failure();
+  }
+  assert.equal(b.state, 'closed');
+  assert.ok(b.tryAcquire());
+  b.success(); // a success resets the count of consecutive failures
+  for (let i = 0; i < 3; i++) {
+    assert.ok(b.tryAcquire());
+    b.failure();
+  }
+  assert.equal(b.state, 'open');
+  assert.equal(b.tryAcquire(), false);
+  assert.equal(b.retryAfterMs, 500);
+  c.advance(499);
+  assert.equal(b.tryAcquire(), false);
+  c.advance(1);
+  assert.equal(b.state, 'half-open');
+  assert.ok(b.tryAcquire(), 'the probe');
+  assert.equal(b.tryAcquire(), false, 'only one probe at a time');
+  b.failure();
+  assert.equal(b.state, 'open', 'a failed probe re-opens at once');
+  c.advance(500);
+  assert.ok(b.tryAcquire());
+  b.success();
+  assert.equal(b.state, 'closed');
+  assert.deepEqual(seen, ['open', 'half-open', 'open', 'half-open', 'closed']);
+});
+
+/** A store whose calls fail while `failing` is set, counting the calls that reached it. */
+function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppError }; calls: { n: number } } {
+  const failing = { on: false, error: down };
+  const calls = { n: 0 };
+  const hit = async <T>(v: T): Promise<T> => {
+    calls.n++;
+    if (failing.on) throw failing.error();
+    return v;
+  };
+  const committed: WriteOutcome = { ok: true, revision: 1, change: { op: 'role.create', role: 'r', description: '' } } as unknown as WriteOutcome;
+  const store: Store = {
+    load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
+    revision: () => hit(0),
+    revisions: () => hit([]),
+    write: () => hit(committed),
+    changes: () => hit([]),
+    cursorSecret: () => hit(Buffer.alloc(32)),
+    ping: () => hit(undefined),
+    close: async () => undefined,
+  };
+  return { store, failing, calls };
+}
+
+test('ResilientStore: transient failures are retried, the circuit opens and fails fast, then recovers', async () => {
+  const c = clock();
+  const { store, failing, calls } = flakyStore();
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 4, cooldownMs: 1000, now: c.now }), FAST);
+  failing.on = true;
+  await assert.rejects(r.revision('t'), /connection refused/);
+  assert.equal(calls.n, 3, 'three attempts');
+  assert.equal(r.open, false);
+  await assert.rejects(r.write('t', { op: 'role.delete', role: 'r' } as never), /connection refused/);
+  assert.equal(calls.n, 4, 'the fourth failure opened the circuit: no further retry');
+  assert.equal(r.open, true);
+  await assert.rejects(r.load('t'), (err: unknown) => err instanceof CircuitOpenError && err.status === 503);
+  assert.equal(calls.n, 4, 'refused without touching the database');
+  failing.on = false;
+  c.advance(1000);
+  assert.equal(await r.revision('t'), 0, 'the probe succeeds');
+  assert.equal(r.open, false);
+  assert.equal(calls.n, 5);
+});
+
+test('ResilientStore: a failure during commit is not retried; other errors do not open the circuit', async () => {
+  const { store, failing, calls } = flakyStore();
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 2, cooldownMs: 1000 }), FAST);
+  failing.on = true;
+  failing.error = () => new AppError('ERR_STORE_COMMIT_UNKNOWN', 'connection lost during commit');
+  await assert.rejects(r.write('t', { op: 'role.delete', role: 'r' } as never), /during commit/);
+  assert.equal(calls.n, 1, 'never retried: the write may have committed');
+  failing.error = () => new AppError('ERR_INTERNAL', 'a bug');
+  for (let i = 0; i < 5; i++) await assert.rejects(r.revision('t'), /a bug/);
+  assert.equal(calls.n, 6);
+  assert.equal(r.open, false, 'bugs are not outages');
+});
