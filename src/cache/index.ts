@@ -68,6 +68,32 @@ export class TenantCache {
     return p;
   }
 
+  /** The cached tenants and the revision of each graph (without touching their recency). */
+  revisions(): Array<[string, number]> {
+    const out: Array<[string, number]> = [];
+    for (const [tenant, g] of this.#lru.entries()) out.push([tenant, g.revision]);
+    return out;
+  }
+
+  /**
+   * Brings a cached graph up to `stored` (a revision the database reported) by replaying the
+   * changelog; a graph that cannot be brought up is dropped, so the next request hydrates.
+   */
+  async catchUp(tenant: string, stored: number, replay: Replay): Promise<void> {
+    const g = this.#lru.peek(tenant);
+    if (g === undefined || g.revision >= stored) return;
+    try {
+      for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
+    } catch {
+      // the graph stays behind and is dropped below
+    }
+    if (this.#lru.peek(tenant) !== g) return;
+    this.#lru.delete(tenant);
+    if (g.revision < stored) return;
+    this.#lru.set(tenant, g);
+    this.#wake(tenant, g.revision);
+  }
+
   /** Forgets the tenant's graph; the next request hydrates it. */
   drop(tenant: string): void {
     this.#lru.delete(tenant);

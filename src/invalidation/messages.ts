@@ -20,6 +20,8 @@ export type ToWorker =
   | { readonly t: 'welcome' }
   | { readonly t: 'apply'; readonly id: number; readonly msg: ChangeMessage }
   | { readonly t: 'settled'; readonly id: number }
+  /** Whether the instance's Redis subscription is live (sent on join and on every change). */
+  | { readonly t: 'redis'; readonly subscribed: boolean }
   | { readonly t: 'shutdown' };
 
 export function isToPrimary(m: unknown): m is ToPrimary {

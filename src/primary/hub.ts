@@ -3,7 +3,8 @@ import type { Logger } from '../log/index.ts';
 import type { ChangeMessage, ToWorker } from '../invalidation/messages.ts';
 
 interface PendingChange {
-  readonly origin: Worker;
+  /** The worker that committed the change; undefined when it came from another instance. */
+  readonly origin: Worker | undefined;
   readonly originId: number;
   readonly waiting: Set<number>;
   readonly timer: NodeJS.Timeout;
@@ -34,6 +35,11 @@ export class ChangeHub {
     send(w, { t: 'welcome' });
   }
 
+  /** Sends a message to every joined worker. */
+  broadcast(m: ToWorker): void {
+    for (const w of this.#joined.values()) send(w, m);
+  }
+
   /** The worker is gone: stop waiting for it. */
   leave(id: number): void {
     this.#joined.delete(id);
@@ -42,15 +48,20 @@ export class ChangeHub {
     }
   }
 
-  change(origin: Worker, originId: number, msg: ChangeMessage): void {
+  /**
+   * Fans a change out to every joined worker but its origin. `origin` undefined: the change came
+   * from another instance (through Redis) and nobody waits for it, but a worker that does not
+   * apply it in time is still replaced.
+   */
+  change(origin: Worker | undefined, originId: number, msg: ChangeMessage): void {
     const gid = this.#nextId++;
     const waiting = new Set<number>();
     for (const [id, w] of this.#joined) {
-      if (id === origin.id) continue;
+      if (id === origin?.id) continue;
       if (send(w, { t: 'apply', id: gid, msg })) waiting.add(id);
     }
     if (waiting.size === 0) {
-      send(origin, { t: 'settled', id: originId });
+      if (origin !== undefined) send(origin, { t: 'settled', id: originId });
       return;
     }
     const timer = setTimeout(() => this.#expire(gid), this.#ackTimeoutMs);
@@ -79,7 +90,7 @@ export class ChangeHub {
     if (p === undefined) return;
     clearTimeout(p.timer);
     this.#pending.delete(gid);
-    send(p.origin, { t: 'settled', id: p.originId });
+    if (p.origin !== undefined) send(p.origin, { t: 'settled', id: p.originId });
   }
 }
 

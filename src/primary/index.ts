@@ -1,7 +1,9 @@
 import cluster, { type Worker } from 'node:cluster';
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import type { Config } from '../config/index.ts';
 import { isToPrimary } from '../invalidation/messages.ts';
+import { redisBridge, type RedisBridge } from '../invalidation/redis.ts';
 import type { Logger } from '../log/index.ts';
 import { ChangeHub } from './hub.ts';
 
@@ -21,6 +23,7 @@ const STABLE_MS = 10_000;
  */
 export function runPrimary(config: Config, log: Logger): Promise<number> {
   const hub = new ChangeHub(ACK_TIMEOUT_MS, log);
+  const redis = config.AUTH_REDIS_URL === undefined ? undefined : startRedis(config.AUTH_REDIS_URL, hub, log);
   const startedAt = new Map<number, number>();
   let restarts = 0;
   let backoffMs = 0;
@@ -37,6 +40,7 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
       switch (m.t) {
         case 'hello':
           hub.join(w);
+          if (redis !== undefined) w.send({ t: 'redis', subscribed: redis.subscribed });
           break;
         case 'ready':
           if (phase === 'starting' && ++readyCount === config.AUTH_WORKERS) {
@@ -45,10 +49,14 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
           }
           break;
         case 'fatal':
-          fatal(m.message);
+          // At start-up a worker that cannot start means the service cannot: stop. Later, a
+          // replacement that cannot start (the database is down) is retried with backoff.
+          if (phase === 'starting') fatal(m.message);
+          else log.error('replacement worker cannot start; retrying', { worker: w.id, error: m.message });
           break;
         case 'change':
           hub.change(w, m.id, m.msg);
+          redis?.publish(m.msg);
           break;
         case 'ack':
           hub.ack(w, m.id);
@@ -62,6 +70,7 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
     if (phase === 'stopping') return;
     phase = 'stopping';
     const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    void redis?.close();
     if (alive.length === 0) return finish(code);
     for (const w of alive) if (w.isConnected()) w.send({ t: 'shutdown' });
     const force = setTimeout(() => {
@@ -109,6 +118,17 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
     },
   );
   return done;
+}
+
+/** Bridges this instance's change fan-out to the other instances through Redis. */
+function startRedis(url: string, hub: ChangeHub, log: Logger): RedisBridge {
+  return redisBridge({
+    url,
+    instance: randomUUID(),
+    log,
+    onChange: (msg) => hub.change(undefined, 0, msg),
+    onState: (subscribed) => hub.broadcast({ t: 'redis', subscribed }),
+  });
 }
 
 /**

@@ -17,6 +17,11 @@ export interface Store {
   revision(tenant: TenantId): Promise<number>;
   /** Applies one change in one transaction, checking it against the stored state. */
   write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
+  /**
+   * The committed revisions of many tenants in one query (revalidation of a whole cache): pairs
+   * for the tenants the database knows; a tenant it does not know is at revision 0.
+   */
+  revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>>;
   /** Committed changes with a revision above `since`, ascending, at most `limit`. */
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /** A secret shared by every process using this database (signs pagination cursors). */

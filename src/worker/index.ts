@@ -1,4 +1,4 @@
-import { TenantCache } from '../cache/index.ts';
+import { TenantCache, type Replay } from '../cache/index.ts';
 import type { Config } from '../config/index.ts';
 import { startHttpServer, type Backend } from '../http/server.ts';
 import { ipcBus } from '../invalidation/ipc.ts';
@@ -6,6 +6,10 @@ import { isToWorker } from '../invalidation/messages.ts';
 import type { Bus } from '../invalidation/port.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
+import { CircuitBreaker } from '../store/breaker.ts';
+import type { Store } from '../store/port.ts';
+import { storeSettings } from '../store/settings.ts';
+import { ResilientStore } from '../store/resilient.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -19,12 +23,28 @@ export interface RunningWorker {
   stop(graceMs: number): Promise<void>;
 }
 
+/** The instance's Redis subscription as the primary reports it ('off' without Redis). */
+export interface RedisStatus {
+  state: 'off' | 'up' | 'down';
+}
+
 /** Composition root of an HTTP worker: config → pool (store) → cache → bus → http. */
-export async function startWorker(config: Config, log: Logger, bus: Bus): Promise<RunningWorker> {
-  const store = new PooledStore({ type: config.AUTH_DATABASE_TYPE, sqlitePath: config.AUTH_SQLITE_PATH }, POOL_THREADS);
+export async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<RunningWorker & { revalidate(): Promise<void> }> {
+  const pooled = new PooledStore(storeSettings(config), POOL_THREADS);
+  const breaker = new CircuitBreaker({
+    threshold: config.AUTH_DB_BREAKER_THRESHOLD,
+    cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
+    onChange: (state, failures) => {
+      if (state === 'open') log.warn('database circuit open: writes and hydrations answer 503', { failures, cooldown_ms: config.AUTH_DB_BREAKER_COOLDOWN_MS });
+      else log.info(`database circuit ${state}`);
+    },
+  });
+  const retry = { attempts: config.AUTH_DB_RETRY_ATTEMPTS, baseMs: 50, maxMs: 1000 };
+  const store = new ResilientStore(pooled, breaker, retry);
   try {
     const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024);
     const replay = (tenant: string) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
+    const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
     bus.subscribe(async (msg) => {
       if (msg.v !== 1) return cache.drop(msg.tenant);
       await cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
@@ -41,18 +61,19 @@ export async function startWorker(config: Config, log: Logger, bus: Bus): Promis
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
       notReady: async () => {
-        try {
-          await store.ping();
-          return [];
-        } catch {
-          return ['database'];
-        }
+        const missing: string[] = [];
+        if (store.open) missing.push('database');
+        else await store.ping().catch(() => missing.push('database'));
+        if (redis.state === 'down') missing.push('redis');
+        return missing;
       },
     };
     const server = await startHttpServer({ config, log, cache, backend, cursorSecret: await store.cursorSecret() });
     return {
       port: server.port,
+      revalidate: revalidator.now,
       async stop(graceMs) {
+        revalidator.stop();
         await server.close(graceMs);
         await bus.close();
         await store.close();
@@ -64,6 +85,43 @@ export async function startWorker(config: Config, log: Logger, bus: Bus): Promis
   }
 }
 
+/** Tenants asked about per revalidation query. */
+const REVALIDATE_BATCH = 1000;
+
+/**
+ * The backstop for changes this worker never heard of (a Redis message lost, another instance
+ * on the same database without Redis): every `periodMs`, the revisions of all cached tenants in
+ * one query per batch, and a changelog replay (or a drop) for each graph found behind.
+ */
+function startRevalidation(
+  cache: TenantCache, store: Store, replay: (tenant: string) => Replay, periodMs: number, log: Logger,
+): { now(): Promise<void>; stop(): void } {
+  let running: Promise<void> | undefined;
+  const run = async (): Promise<void> => {
+    const cached = cache.revisions();
+    for (let i = 0; i < cached.length; i += REVALIDATE_BATCH) {
+      const batch = cached.slice(i, i + REVALIDATE_BATCH);
+      const stored = new Map(await store.revisions(batch.map(([t]) => t)));
+      for (const [tenant, revision] of batch) {
+        const s = stored.get(tenant) ?? 0;
+        if (s > revision) {
+          log.debug('revalidation found a graph behind', { revision, stored: s });
+          await cache.catchUp(tenant, s, replay(tenant));
+        }
+      }
+    }
+  };
+  const now = (): Promise<void> => {
+    running ??= run()
+      .catch((err: unknown) => log.debug('revalidation failed', { error: err instanceof Error ? err.message : String(err) }))
+      .finally(() => (running = undefined));
+    return running;
+  };
+  const timer = setInterval(() => void now(), periodMs);
+  timer.unref();
+  return { now, stop: () => clearInterval(timer) };
+}
+
 /**
  * A worker process under the primary: joins the change fan-out before anything can be cached,
  * serves, and stops gracefully on the primary's word or on a signal. It exits when the primary
@@ -71,10 +129,21 @@ export async function startWorker(config: Config, log: Logger, bus: Bus): Promis
  */
 export async function runWorkerProcess(config: Config, log: Logger): Promise<void> {
   const bus = ipcBus();
+  const redis: RedisStatus = { state: config.AUTH_REDIS_URL === undefined ? 'off' : 'down' };
+  let revalidate: (() => Promise<void>) | undefined;
+  process.on('message', (m: unknown) => {
+    if (!isToWorker(m) || m.t !== 'redis') return;
+    const was = redis.state;
+    redis.state = m.subscribed ? 'up' : 'down';
+    // Changes published while the subscription was down are lost: catch up at once.
+    if (was === 'down' && redis.state === 'up') void revalidate?.();
+  });
   await bus.join();
   let worker: RunningWorker;
   try {
-    worker = await startWorker(config, log, bus);
+    const started = await startWorker(config, log, bus, redis);
+    revalidate = started.revalidate;
+    worker = started;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     process.send?.({ t: 'fatal', message });

@@ -66,6 +66,11 @@ export class SqliteStore implements Store {
   async write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
     return this.writeSync(tenant, change);
   }
+  async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
+    if (tenants.length === 0) return [];
+    const rows = this.#stmt.revisions.all(JSON.stringify(tenants)) as Array<{ hash: string; revision: number }>;
+    return rows.map((r) => [r.hash, r.revision]);
+  }
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     return this.changesSync(tenant, since, limit);
   }
@@ -182,6 +187,7 @@ function changeOf(r: Row): Change {
 function prepare(db: Database.Database) {
   return {
     client: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
+    revisions: db.prepare('SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
     insertClient: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
     bumpRevision: db.prepare('UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
     roles: db.prepare('SELECT role, description FROM roles WHERE client_id = ?'),

@@ -1,0 +1,121 @@
+import { Redis } from 'ioredis';
+import type { Logger } from '../log/index.ts';
+import type { ChangeMessage } from './messages.ts';
+
+/** The channel every instance publishes its committed changes on. */
+export const CHANGES_CHANNEL = 'rbac-gateway:changes:v1';
+
+/** What travels through Redis: a change message and the instance that committed it. */
+interface RedisEnvelope extends ChangeMessage {
+  readonly from: string;
+}
+
+function isEnvelope(x: unknown): x is RedisEnvelope {
+  if (typeof x !== 'object' || x === null) return false;
+  const m = x as Record<string, unknown>;
+  return (
+    m.v === 1 &&
+    typeof m.from === 'string' &&
+    typeof m.tenant === 'string' &&
+    /^[0-9a-f]{64}$/.test(m.tenant) &&
+    Number.isSafeInteger(m.revision) &&
+    (m.revision as number) > 0 &&
+    typeof m.change === 'object' &&
+    m.change !== null &&
+    typeof (m.change as { op?: unknown }).op === 'string'
+  );
+}
+
+export interface RedisBridge {
+  /** Publishes a change committed here; a change that cannot be sent is caught by revalidation. */
+  publish(msg: ChangeMessage): void;
+  /** Whether the subscription is live (for /ready). */
+  readonly subscribed: boolean;
+  close(): Promise<void>;
+}
+
+export interface RedisBridgeOptions {
+  readonly url: string;
+  /** This instance's id: its own messages coming back are ignored. */
+  readonly instance: string;
+  /** A change committed by another instance. */
+  readonly onChange: (msg: ChangeMessage) => void;
+  /** The subscription went up or down. After it comes back up, messages may have been missed. */
+  readonly onState: (subscribed: boolean) => void;
+  readonly log: Logger;
+}
+
+/**
+ * The Redis adapter of the invalidation bus, run by the primary: changes committed by this
+ * instance's workers are published; changes from other instances are handed to the primary's
+ * fan-out. Redis is not trusted to deliver everything (pub/sub drops messages while a connection
+ * is down): the workers' periodic revalidation is the backstop, and a reconnect triggers one.
+ */
+export function redisBridge(o: RedisBridgeOptions): RedisBridge {
+  const common = {
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2000,
+    retryStrategy: (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+  };
+  const pub = new Redis(o.url, { ...common, connectionName: `rbac-gateway-pub-${o.instance}` });
+  const sub = new Redis(o.url, { ...common, autoResubscribe: false, connectionName: `rbac-gateway-sub-${o.instance}` });
+  let subscribed = false;
+  let closing = false;
+  const setState = (up: boolean): void => {
+    if (up === subscribed) return;
+    subscribed = up;
+    if (up) o.log.info('redis subscribed', { channel: CHANGES_CHANNEL });
+    else if (!closing) o.log.warn('redis subscription lost; relying on revalidation until it is back');
+    o.onState(up);
+  };
+
+  let lastError = '';
+  const onError = (err: Error): void => {
+    // ioredis retries on its own; log each distinct failure once, not every retry.
+    if (err.message !== lastError) o.log.warn('redis error', { error: err.message });
+    lastError = err.message;
+  };
+  pub.on('error', onError);
+  sub.on('error', onError);
+  sub.on('ready', () => {
+    lastError = '';
+    sub.subscribe(CHANGES_CHANNEL).then(
+      () => setState(true),
+      (err: unknown) => o.log.warn('redis subscribe failed', { error: String(err) }),
+    );
+  });
+  sub.on('close', () => setState(false));
+  sub.on('message', (channel: string, text: string) => {
+    if (channel !== CHANGES_CHANNEL) return;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!isEnvelope(parsed)) {
+      o.log.warn('ignored a malformed message on the changes channel', { bytes: text.length });
+      return;
+    }
+    if (parsed.from === o.instance) return;
+    o.onChange({ v: 1, tenant: parsed.tenant, revision: parsed.revision, change: parsed.change });
+  });
+
+  return {
+    publish(msg) {
+      if (pub.status !== 'ready') return;
+      const envelope: RedisEnvelope = { ...msg, from: o.instance };
+      pub.publish(CHANGES_CHANNEL, JSON.stringify(envelope)).catch(() => undefined);
+    },
+    get subscribed() {
+      return subscribed;
+    },
+    async close() {
+      closing = true;
+      sub.disconnect();
+      pub.disconnect();
+    },
+  };
+}
