@@ -40,7 +40,7 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
       switch (m.t) {
         case 'hello':
           hub.join(w);
-          if (redis !== undefined) w.send({ t: 'redis', subscribed: redis.subscribed });
+          if (redis !== undefined) hub.broadcast({ t: 'redis', subscribed: redis.subscribed });
           break;
         case 'ready':
           if (phase === 'starting' && ++readyCount === config.AUTH_WORKERS) {

@@ -11,24 +11,13 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
+import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
 const MAX_BODY = 1024;
-const TS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
-const STATUS_TEXT: Readonly<Record<number, string>> = {
-  400: 'Bad request',
-  401: 'Unauthorized',
-  404: 'Not found',
-  405: 'Method not allowed',
-  409: 'Conflict',
-  413: 'Payload too large',
-  415: 'Unsupported media type',
-  500: 'Internal server error',
-  503: 'Service unavailable',
-};
 
 let server: RunningServer;
 /** The seeded tenant every bad request is aimed at. */
@@ -97,7 +86,7 @@ function asRecord(value: unknown): Record<string, unknown> {
 
 function assertTimestamp(ts: unknown): void {
   assert.equal(typeof ts, 'string');
-  assert.match(ts as string, TS_RE);
+  assert.match(ts as string, TIMESTAMP_RE);
   assert.ok(Math.abs(Date.parse(`${ts as string}Z`) - Date.now()) < 60_000, `timestamp ${ts as string} not close to now`);
 }
 

@@ -8,23 +8,12 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
+import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
 
-const TS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;
-const STATUS_TEXT: Readonly<Record<number, string>> = {
-  400: 'Bad request',
-  401: 'Unauthorized',
-  404: 'Not found',
-  405: 'Method not allowed',
-  409: 'Conflict',
-  413: 'Payload too large',
-  415: 'Unsupported media type',
-  500: 'Internal server error',
-  503: 'Service unavailable',
-};
 
 let server: RunningServer;
 
@@ -61,7 +50,7 @@ function asRecord(value: unknown): Record<string, unknown> {
 function assertTimestamp(ts: unknown): void {
   assert.equal(typeof ts, 'string', `timestamp is not a string: ${JSON.stringify(ts)}`);
   const text = ts as string;
-  assert.match(text, TS_RE);
+  assert.match(text, TIMESTAMP_RE);
   const t = Date.parse(`${text}Z`);
   assert.ok(Number.isFinite(t), `unparseable timestamp ${text}`);
   assert.ok(Math.abs(t - Date.now()) < 60_000, `timestamp ${text} is not close to now (${new Date().toISOString()})`);

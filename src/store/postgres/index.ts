@@ -8,6 +8,7 @@ import type { Store, TenantId, WriteOutcome } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
+import { changeFromRow } from '../changelog.ts';
 
 type Row = Record<string, unknown>;
 type Db = Pick<PoolClient, 'query'>;
@@ -221,21 +222,7 @@ async function applyChange(db: Db, id: string, change: Change): Promise<Applied>
 
 /** Rebuilds a change from its changelog row. */
 function changeOf(r: Row): Change {
-  const role = String(r.role);
-  switch (r.op) {
-    case 'role.create':
-      return { op: 'role.create', role, description: r.description instanceof Buffer ? r.description.toString('utf8') : '' };
-    case 'role.delete':
-      return { op: 'role.delete', role };
-    case 'permission.grant':
-    case 'permission.revoke':
-      return { op: r.op, role, permission: String(r.permission) };
-    case 'membership.add':
-    case 'membership.remove':
-      return { op: r.op, role, user: String(r.user) };
-    default:
-      throw new Error(`unknown op in changelog: ${String(r.op)}`);
-  }
+  return changeFromRow({ op: r.op, role: r.role, permission: r.permission, user: r.user, description: r.description instanceof Buffer ? r.description.toString('utf8') : '' });
 }
 
 /**

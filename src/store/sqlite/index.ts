@@ -5,6 +5,7 @@ import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import type { Store, TenantId, WriteOutcome } from '../port.ts';
+import { changeFromRow } from '../changelog.ts';
 
 type Row = Record<string, unknown>;
 
@@ -167,21 +168,7 @@ export class SqliteStore implements Store {
 
 /** Rebuilds a change from its changelog row. */
 function changeOf(r: Row): Change {
-  const role = String(r.role);
-  switch (r.op) {
-    case 'role.create':
-      return { op: 'role.create', role, description: String(r.description ?? '') };
-    case 'role.delete':
-      return { op: 'role.delete', role };
-    case 'permission.grant':
-    case 'permission.revoke':
-      return { op: r.op, role, permission: String(r.permission) };
-    case 'membership.add':
-    case 'membership.remove':
-      return { op: r.op, role, user: String(r.user) };
-    default:
-      throw new Error(`unknown op in changelog: ${String(r.op)}`);
-  }
+  return changeFromRow({ op: r.op, role: r.role, permission: r.permission, user: r.user, description: String(r.description ?? '') });
 }
 
 function prepare(db: Database.Database) {
