@@ -30,6 +30,8 @@ export interface RunRecord extends Summary {
   examples: string[];
   /** Lines the server wrote to stdout/stderr during the run (a log line per request shows here). */
   serverLogLines: number;
+  /** PhaseContext.tag of the run, when it had one. */
+  tag?: string;
 }
 
 export interface PhaseContext {
@@ -44,6 +46,12 @@ export interface PhaseContext {
   checkerRate: number;
   loadCpus: string | undefined;
   cwd: string;
+  /** Answers may carry a revision above `revision` (writes run during the load). */
+  revisionAtLeast?: boolean;
+  /** Printed after the server's name and kept in the record (`w2`, `mixed`). */
+  tag?: string;
+  /** wrk only: work started beside each run (after the checker, before wrk) and stopped right after it. */
+  alongside?: () => { stop(): Promise<void> };
 }
 
 interface Outcome {
@@ -58,8 +66,10 @@ interface Outcome {
   loadCpuSeconds: number;
 }
 
-function expectation(server: Server, revision: number): Expectation {
-  return { strict: server.name === 'gateway', revision };
+function expectation(server: Server, ctx: PhaseContext): Expectation {
+  const exp: Expectation = { strict: server.name === 'gateway', revision: ctx.revision };
+  if (ctx.revisionAtLeast === true) exp.revisionAtLeast = true;
+  return exp;
 }
 
 async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: number): Promise<Outcome> {
@@ -71,7 +81,7 @@ async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: numb
     connections: ctx.connections,
     durationS,
     verifyEvery: ctx.verifyEvery,
-    expectation: expectation(server, ctx.revision),
+    expectation: expectation(server, ctx),
   });
   const used = process.cpuUsage(before);
   return { ...out, loadCpuSeconds: (used.user + used.system) / 1e6 };
@@ -80,9 +90,11 @@ async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: numb
 async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Promise<Outcome> {
   const client = new RbacClient({ baseUrl: server.baseUrl, key: ctx.key });
   const before = process.cpuUsage();
-  const checker = startChecker(client, ctx.probes, expectation(server, ctx.revision), ctx.checkerRate);
+  const checker = startChecker(client, ctx.probes, expectation(server, ctx), ctx.checkerRate);
+  let beside;
   let out;
   try {
+    beside = ctx.alongside?.();
     out = await runWrk({
       url: server.baseUrl,
       authorization: `Bearer ${ctx.key}`,
@@ -94,15 +106,18 @@ async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Pr
     });
   } catch (err) {
     await checker.stop();
+    await beside?.stop();
     throw err;
   }
   const tally = await checker.stop();
+  await beside?.stop();
   const used = process.cpuUsage(before);
-  // wrk itself plus this process (the checker).
+  // wrk itself plus this process (the checker and the work alongside).
   return { ...out, tally, loadCpuSeconds: out.cpuSeconds + (used.user + used.system) / 1e6 };
 }
 
-async function runOne(tool: Tool, server: Server, round: number, ctx: PhaseContext, warmup: boolean): Promise<RunRecord> {
+/** One run of `tool` against `server` (a warm-up when `warmup`), printed as it ends. */
+export async function runOne(tool: Tool, server: Server, round: number, ctx: PhaseContext, warmup: boolean): Promise<RunRecord> {
   const durationS = warmup ? ctx.warmupS : ctx.durationS;
   const busy0 = systemBusySeconds();
   const cpu0 = treeCpuSeconds(server.child.pid);
@@ -130,9 +145,11 @@ async function runOne(tool: Tool, server: Server, round: number, ctx: PhaseConte
     otherCores: Math.max(0, busy - serverCpu - out.loadCpuSeconds) / out.durationS,
     serverLogLines: server.child.lines() - lines0,
   };
+  if (ctx.tag !== undefined) rec.tag = ctx.tag;
+  const name = ctx.tag === undefined ? server.name : `${server.name}/${ctx.tag}`;
   const label = warmup ? 'warm-up' : `round ${round + 1}`;
   console.log(
-    `  ${tool.padEnd(10)} ${server.name.padEnd(7)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
+    `  ${tool.padEnd(10)} ${name.padEnd(7)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
       `  p50 ${rec.latency.p50.toFixed(2)}  p99 ${rec.latency.p99.toFixed(2)}  p99.9 ${rec.latency.p999.toFixed(2)} ms` +
       `  cpu server ${rec.serverCores.toFixed(2)} load ${rec.loadCores.toFixed(2)} other ${rec.otherCores.toFixed(2)}` +
       `  checked ${rec.checked} wrong ${rec.wrong} non2xx ${rec.non2xx} errors ${rec.errors + rec.timeouts}`,

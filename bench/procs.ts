@@ -174,3 +174,47 @@ export function systemBusySeconds(): number {
   const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
   return busy / CLK_TCK;
 }
+
+/** Cores the machine keeps busy while the benchmark is idle (other work disturbs the figures). */
+export async function backgroundCores(): Promise<number> {
+  const b0 = systemBusySeconds();
+  const t0 = performance.now();
+  await sleep(2_000);
+  return (systemBusySeconds() - b0) / ((performance.now() - t0) / 1000);
+}
+
+/** Rejects with `what` when `p` has not settled within `ms` (the work itself is not cancelled). */
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: not done within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Ends the run (exit 1, children stopped) when it takes longer than `limitS` seconds. */
+export function timeLimit(label: string, limitS: number): void {
+  setTimeout(() => {
+    console.error(`${label}: over its time limit of ${limitS} s, stopping`);
+    void stopAll().finally(() => process.exit(1));
+  }, limitS * 1000).unref();
+}
+
+/** Runs a benchmark's main: stops every child, then exits with its code, or with 1 when it threw. */
+export function runMain(label: string, main: () => Promise<number>): void {
+  main().then(
+    async (code) => {
+      await stopAll();
+      process.exit(code);
+    },
+    async (err: unknown) => {
+      console.error(`${label} failed:`, err instanceof Error ? err.message : err);
+      await stopAll();
+      process.exit(1);
+    },
+  );
+}

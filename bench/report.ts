@@ -27,12 +27,16 @@ export interface Report {
   summary: Partial<Record<Tool, ToolSummary | { skipped: string }>>;
 }
 
+export function machineInfo(): Report['machine'] {
+  return { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', node: process.version, loadAverageAtStart: loadavg()[0] ?? 0 };
+}
+
 export function newReport(config: object, dataset: object): Report {
   return {
     date: new Date().toISOString(),
     ok: false,
     failures: [],
-    machine: { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', node: process.version, loadAverageAtStart: loadavg()[0] ?? 0 },
+    machine: machineInfo(),
     config,
     dataset,
     runs: [],
@@ -44,7 +48,7 @@ export function newReport(config: object, dataset: object): Report {
 export function loadFailures(runs: RunRecord[]): string[] {
   const out: string[] = [];
   for (const r of runs) {
-    const label = `${r.tool} ${r.target} ${r.warmup ? 'warm-up' : `round ${r.round + 1}`}`;
+    const label = `${r.tool} ${r.target}${r.tag === undefined ? '' : `/${r.tag}`} ${r.warmup ? 'warm-up' : `round ${r.round + 1}`}`;
     if (r.wrong > 0) out.push(`${label}: ${r.wrong} wrong answers of ${r.checked} checked (${r.examples[0] ?? ''})`);
     if (r.checked === 0) out.push(`${label}: no answer was checked`);
     if (r.non2xx > 0) out.push(`${label}: ${r.non2xx} non-2xx responses`);
@@ -82,11 +86,12 @@ export function printSummary(report: Report): void {
   console.log('any other work on the machine (well above the bare run\'s figure: the measurement is noisy)');
 }
 
-export function writeReport(report: Report, dir: string): string {
+/** Writes `<prefix><date>.json` and `<prefix>latest.json` in `dir`; returns the dated file. */
+export function writeReport(report: { date: string }, dir: string, prefix = ''): string {
   mkdirSync(dir, { recursive: true });
   const text = `${JSON.stringify(report, null, 2)}\n`;
-  const dated = join(dir, `${report.date.replace(/[:.]/g, '-')}.json`);
+  const dated = join(dir, `${prefix}${report.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(dated, text);
-  writeFileSync(join(dir, 'latest.json'), text);
+  writeFileSync(join(dir, `${prefix}latest.json`), text);
   return dated;
 }

@@ -8,52 +8,27 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { RbacClient } from '../src/client/index.ts';
 import { loadConfig, type BenchConfig } from './config.ts';
-import { generate, probePath, probes, writeCount, type Dataset, type Probe } from './dataset.ts';
+import { generate, probes, writeCount, type Dataset } from './dataset.ts';
 import { runPhase } from './phases.ts';
-import { installCleanup, pinSelf, sleep, stopAll, systemBusySeconds } from './procs.ts';
+import { checkAnswers, datasetInfo, rawAnswer, seedDataset } from './prepare.ts';
+import { backgroundCores, installCleanup, pinSelf, runMain, timeLimit } from './procs.ts';
 import { loadFailures, newReport, printSummary, summariseTool, writeReport, type Report } from './report.ts';
-import { seed } from './seed.ts';
 import { ROOT, startBare, startGateway, type Server } from './servers.ts';
-import { checkSample } from './verify.ts';
 
 const RESULTS = join(ROOT, 'bench', 'results');
-
-function datasetInfo(cfg: BenchConfig, ds: Dataset): object {
-  return {
-    seed: cfg.seed,
-    users: ds.users.length,
-    roles: ds.roles.length,
-    permissions: ds.permissions.length,
-    memberships: ds.memberships.reduce((n, m) => n + m.length, 0),
-    grants: ds.grants.reduce((n, g) => n + g.length, 0),
-    writes: writeCount(ds),
-  };
-}
-
-/** One raw answer of the gateway, to give the bare server bodies of the same size. */
-async function rawAnswer(baseUrl: string, key: string, p: Probe): Promise<{ body: string; requestId: string }> {
-  const res = await fetch(baseUrl + probePath(p), { headers: { authorization: `Bearer ${key}` } });
-  return { body: await res.text(), requestId: res.headers.get('x-request-id') ?? '' };
-}
 
 async function prepare(cfg: BenchConfig, ds: Dataset, report: Report, gateway: Server, key: string): Promise<number | undefined> {
   const client = new RbacClient({ baseUrl: gateway.baseUrl, key });
   const writes = writeCount(ds);
-  console.log(`seeding ${writes} writes, ${cfg.seedConcurrency} in flight...`);
-  const seeded = await seed(client, ds, cfg.seedConcurrency, cfg.seedTimeoutS);
-  console.log(`seeded ${seeded.writes} writes in ${seeded.seconds.toFixed(1)} s (${(seeded.writes / seeded.seconds).toFixed(0)} writes/s), revision ${seeded.maxRevision}`);
-  report.seeding = { ...seeded, writesPerSecond: seeded.writes / seeded.seconds, concurrency: cfg.seedConcurrency };
+  const seeded = await seedDataset(cfg, ds, client);
+  report.seeding = seeded;
   if (seeded.maxRevision !== writes) {
     report.failures.push(`revision after ${writes} writes on an empty client is ${seeded.maxRevision} (CONTRACT.md §6: +1 per write)`);
     return undefined;
   }
   const sample = probes(ds, cfg.correctnessSample, cfg.seed + 1);
-  const t0 = performance.now();
-  const tally = await checkSample(client, sample, { strict: true, revision: writes }, 16);
-  const secs = (performance.now() - t0) / 1000;
-  console.log(`correctness: ${tally.checked} has_permission answers checked in ${secs.toFixed(1)} s, ${tally.wrong} wrong`);
-  for (const e of tally.examples) console.log(`  WRONG: ${e}`);
-  report.correctness = { ...tally, seconds: secs };
+  const tally = await checkAnswers(client, sample, { strict: true, revision: writes });
+  report.correctness = tally;
   if (tally.wrong > 0) {
     report.failures.push(`${tally.wrong} wrong answers of ${tally.checked} before timing (${tally.examples[0] ?? ''})`);
     return undefined;
@@ -65,11 +40,7 @@ async function main(): Promise<number> {
   installCleanup();
   const cfg = loadConfig();
   const perRun = cfg.durationS + 10;
-  const limitS = 120 + cfg.seedTimeoutS + 2 * 2 * (cfg.rounds * perRun + cfg.warmupS + 10) + 120;
-  setTimeout(() => {
-    console.error(`bench: over its time limit of ${limitS} s, stopping`);
-    void stopAll().finally(() => process.exit(1));
-  }, limitS * 1000).unref();
+  timeLimit('bench', 120 + cfg.seedTimeoutS + 2 * 2 * (cfg.rounds * perRun + cfg.warmupS + 10) + 120);
   if (cfg.pin !== undefined) {
     const pinned = pinSelf(cfg.pin.load);
     console.log(pinned ? `pinned: servers on CPU ${cfg.pin.server}, load generators on CPU ${cfg.pin.load}` : 'note: pinning failed, running unpinned');
@@ -137,14 +108,6 @@ async function main(): Promise<number> {
   }
 }
 
-/** Cores the machine keeps busy while the benchmark is idle (other work disturbs the figures). */
-async function backgroundCores(): Promise<number> {
-  const b0 = systemBusySeconds();
-  const t0 = performance.now();
-  await sleep(2_000);
-  return (systemBusySeconds() - b0) / ((performance.now() - t0) / 1000);
-}
-
 function finish(report: Report): number {
   report.ok = report.failures.length === 0;
   printSummary(report);
@@ -157,14 +120,4 @@ function finish(report: Report): number {
   return report.ok ? 0 : 1;
 }
 
-main().then(
-  async (code) => {
-    await stopAll();
-    process.exit(code);
-  },
-  async (err: unknown) => {
-    console.error('bench failed:', err instanceof Error ? err.message : err);
-    await stopAll();
-    process.exit(1);
-  },
-);
+runMain('bench', main);

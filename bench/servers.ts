@@ -1,6 +1,7 @@
 /**
  * The two servers under load, each a child process on a free 127.0.0.1 port: the real gateway
- * (as tests/helpers/server.ts starts it, with a fresh temp SQLite file) and the bare ceiling.
+ * (as tests/helpers/server.ts starts it, with a fresh temp SQLite file unless the caller brings
+ * its own) and the bare ceiling.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,24 +30,36 @@ export interface GatewayOptions {
   logLevel: string;
   cpus: string | undefined;
   startTimeoutMs: number;
+  /** AUTH_WORKERS (default 1). */
+  workers?: number;
+  /**
+   * SQLite file owned by the caller (kept on stop, so a later gateway can serve the same data);
+   * default: a fresh file in a temp folder that stop() deletes.
+   */
+  sqlitePath?: string;
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Server> {
   const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
+  let dir: string | undefined;
+  let sqlitePath = options.sqlitePath;
+  if (sqlitePath === undefined) {
+    dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
+    sqlitePath = join(dir, 'rbac.sqlite3');
+  }
   const env = {
     ...baseEnv(),
     AUTH_SERVER_HOST: '127.0.0.1',
     AUTH_SERVER_PORT: String(port),
-    AUTH_SQLITE_PATH: join(dir, 'rbac.sqlite3'),
-    AUTH_WORKERS: '1',
+    AUTH_SQLITE_PATH: sqlitePath,
+    AUTH_WORKERS: String(options.workers ?? 1),
     AUTH_METRICS_PORT: '0',
     AUTH_LOG_LEVEL: options.logLevel,
   };
   const child = spawnChild('gateway', process.execPath, ['--import', 'tsx', options.entry], { cwd: ROOT, env, cpus: options.cpus });
   const stop = async (): Promise<void> => {
     await child.stop(12_000);
-    rmSync(dir, { recursive: true, force: true });
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   };
   try {
     await waitForOutput(child, LISTENING, options.startTimeoutMs);

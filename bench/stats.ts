@@ -61,7 +61,7 @@ export function summarise(runs: Summary[]): Summary {
   };
 }
 
-const fmtMs = (ms: number): string => (Number.isFinite(ms) ? (ms < 10 ? ms.toFixed(2) : ms.toFixed(1)) : '-');
+export const fmtMs = (ms: number): string => (Number.isFinite(ms) ? (ms < 10 ? ms.toFixed(2) : ms.toFixed(1)) : '-');
 
 /** A plain text table; the first row is the header. */
 export function table(rows: string[][]): string {

@@ -26,7 +26,10 @@ export function record(t: Tally, problem: string | undefined): void {
 export interface Expectation {
   /** true: the body must carry this answer and the revision; false: status only (bare server). */
   strict: boolean;
+  /** The X-Authz-Revision every answer must carry (strict only). */
   revision: number;
+  /** true: an X-Authz-Revision above `revision` is right too (writes run beside the checks). */
+  revisionAtLeast?: boolean;
 }
 
 type HeaderGet = (name: string) => string | undefined;
@@ -49,7 +52,11 @@ export function judge(p: Probe, exp: Expectation, status: number, body: string, 
     return `${what}: answered ${String(env.data?.has_permission)}, model says ${p.expected}`;
   }
   const rev = header('x-authz-revision');
-  if (rev !== String(exp.revision)) return `${what}: X-Authz-Revision ${rev ?? 'missing'}, expected ${exp.revision}`;
+  if (exp.revisionAtLeast === true) {
+    if (rev === undefined || !/^\d+$/.test(rev) || Number(rev) < exp.revision) {
+      return `${what}: X-Authz-Revision ${rev ?? 'missing'}, expected at least ${exp.revision}`;
+    }
+  } else if (rev !== String(exp.revision)) return `${what}: X-Authz-Revision ${rev ?? 'missing'}, expected ${exp.revision}`;
   if (!/^application\/json\b/i.test(header('content-type') ?? '')) return `${what}: Content-Type ${header('content-type') ?? 'missing'}`;
   if ((header('x-request-id') ?? '') === '') return `${what}: no X-Request-Id`;
   return undefined;
