@@ -37,6 +37,8 @@ export interface GatewayOptions {
    * default: a fresh file in a temp folder that stop() deletes.
    */
   sqlitePath?: string;
+  /** More settings (the database type and URL, AUTH_REDIS_URL, ...); they win over the defaults. */
+  env?: Record<string, string>;
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Server> {
@@ -55,6 +57,7 @@ export async function startGateway(options: GatewayOptions): Promise<Server> {
     AUTH_WORKERS: String(options.workers ?? 1),
     AUTH_METRICS_PORT: '0',
     AUTH_LOG_LEVEL: options.logLevel,
+    ...options.env,
   };
   const child = spawnChild('gateway', process.execPath, ['--import', 'tsx', options.entry], { cwd: ROOT, env, cpus: options.cpus });
   const stop = async (): Promise<void> => {
