@@ -3,8 +3,8 @@ import type { Logger } from '../log/index.ts';
 import type { ChangeMessage, ToWorker } from '../invalidation/messages.ts';
 
 interface PendingChange {
-  /** The worker that committed the change; undefined when it came from another instance. */
-  readonly origin: Worker | undefined;
+  /** The worker that committed the change (waiting for `settled`). */
+  readonly origin: Worker;
   readonly originId: number;
   readonly waiting: Set<number>;
   readonly timer: NodeJS.Timeout;
@@ -50,8 +50,8 @@ export class ChangeHub {
 
   /**
    * Fans a change out to every joined worker but its origin. `origin` undefined: the change came
-   * from another instance (through Redis) and nobody waits for it, but a worker that does not
-   * apply it in time is still replaced.
+   * from another instance (through Redis); nobody waits for it, so its acknowledgements are not
+   * awaited either (a worker that missed it catches up at its next revalidation).
    */
   change(origin: Worker | undefined, originId: number, msg: ChangeMessage): void {
     const gid = this.#nextId++;
@@ -60,8 +60,9 @@ export class ChangeHub {
       if (id === origin?.id) continue;
       if (send(w, { t: 'apply', id: gid, msg })) waiting.add(id);
     }
+    if (origin === undefined) return;
     if (waiting.size === 0) {
-      if (origin !== undefined) send(origin, { t: 'settled', id: originId });
+      send(origin, { t: 'settled', id: originId });
       return;
     }
     const timer = setTimeout(() => this.#expire(gid), this.#ackTimeoutMs);
@@ -90,7 +91,7 @@ export class ChangeHub {
     if (p === undefined) return;
     clearTimeout(p.timer);
     this.#pending.delete(gid);
-    if (p.origin !== undefined) send(p.origin, { t: 'settled', id: p.originId });
+    send(p.origin, { t: 'settled', id: p.originId });
   }
 }
 

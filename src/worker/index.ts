@@ -47,7 +47,11 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
     bus.subscribe(async (msg) => {
       if (msg.v !== 1) return cache.drop(msg.tenant);
-      await cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+      // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
+      // queue. The writer's response waits for this acknowledgement, so a replay that is slow
+      // gives up the graph instead (the next request hydrates it) rather than hold the write.
+      const applied = cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+      if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
     });
     const backend: Backend = {
       async write(tenant, change) {
@@ -83,6 +87,26 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     await store.close();
     throw err;
   }
+}
+
+/** How long a change from another worker may take to apply before its graph is dropped instead. */
+const APPLY_BUDGET_MS = 500;
+
+/** Whether `p` settles within `ms` (it keeps running either way). */
+function within(p: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    p.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(false);
+      },
+    );
+  });
 }
 
 /** Tenants asked about per revalidation query. */
