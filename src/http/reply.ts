@@ -50,6 +50,14 @@ export const CORS_EXPOSE_HEADERS = 'X-Request-Id, X-Authz-Revision, Retry-After,
 
 // ---- writing ----------------------------------------------------------------------------------
 
+/** Set on shutdown: every response from then on closes its connection (Connection: close). */
+let draining = false;
+
+/** From now on, answers close their connections, so clients reconnect elsewhere. */
+export function closeConnectionsAfterReply(): void {
+  draining = true;
+}
+
 /**
  * Writes a complete response. The caller corks when it is not inside the uWS handler's own
  * synchronous part (see {@link corked}).
@@ -77,7 +85,7 @@ export function send(
     }
   }
   if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
-  res.end(body, closeConnection);
+  res.end(body, closeConnection || draining);
 }
 
 /** Runs `fn` corked, unless the client went away meanwhile. */

@@ -14,7 +14,7 @@ import { Credentials } from './credentials.ts';
 import { Cursors } from './cursor.ts';
 import { buildOpenApi } from './openapi.ts';
 import {
-  CORS_ALLOW_HEADERS, corsPolicy, corked, errorBody, errorHeaders, requestIdOf, send, successPrefix, successTail,
+  CORS_ALLOW_HEADERS, closeConnectionsAfterReply, corsPolicy, corked, errorBody, errorHeaders, requestIdOf, send, successPrefix, successTail,
   type ReplyTarget,
 } from './reply.ts';
 import { ROUTES, type ListRoute, type LogRoute, type Route } from './routes/index.ts';
@@ -55,6 +55,8 @@ interface Pending extends ReplyTarget {
 }
 
 const MIN_REVISION_WAIT_MS = 1000;
+/** On shutdown, connections close after this long without a new request (and none in flight). */
+const DRAIN_QUIET_MS = 100;
 const MAX_LIMIT = 10_000;
 /** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
 const MAX_CHANGES = 10_000;
@@ -71,7 +73,8 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   ) as Record<DataSchemaName, (v: unknown) => string>;
   const openapi = JSON.stringify(buildOpenApi(ROUTES));
   let inFlight = 0;
-  let draining: (() => void) | undefined;
+  /** /api requests received so far (shutdown waits until it stops moving). */
+  let served = 0;
 
   const target = (res: HttpResponse, req: HttpRequest): ReplyTarget => ({
     res,
@@ -222,7 +225,6 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
       })
       .finally(() => {
         inFlight--;
-        if (inFlight === 0 && draining !== undefined) draining();
       });
   };
 
@@ -241,6 +243,7 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   /** A bug in a synchronous handler answers 500 instead of taking the process down. */
   const guard = (handler: (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest): void => {
+    served++;
     try {
       handler(res, req);
     } catch (err) {
@@ -307,14 +310,21 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
         close: (graceMs) =>
           new Promise<void>((done) => {
             uWS.us_listen_socket_close(socket);
-            const finish = (): void => {
-              clearTimeout(timer);
-              (app as TemplatedApp & { close(): void }).close(); // present in uWS v20.30, missing from its typings
-              done();
+            closeConnectionsAfterReply();
+            const deadline = Date.now() + graceMs;
+            let seen = -1;
+            // Requests already sent on open connections are still read and answered: connections
+            // close once nothing is in flight and no request arrived for a quiet period.
+            const check = (): void => {
+              if ((inFlight === 0 && served === seen) || Date.now() >= deadline) {
+                (app as TemplatedApp & { close(): void }).close(); // present in uWS v20.30, missing from its typings
+                done();
+                return;
+              }
+              seen = served;
+              setTimeout(check, DRAIN_QUIET_MS);
             };
-            const timer = setTimeout(finish, graceMs);
-            if (inFlight === 0) finish();
-            else draining = finish;
+            check();
           }),
       });
     });
