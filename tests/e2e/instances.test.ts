@@ -10,7 +10,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { freePort, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
-import { requireService, sharedDatabase, type SharedDatabase } from '../helpers/services.ts';
+import { sharedDatabase, type SharedDatabase } from '../helpers/postgres.ts';
+import { requireService } from '../helpers/services.ts';
 
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

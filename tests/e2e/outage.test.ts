@@ -10,15 +10,13 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { startServer } from '../helpers/server.ts';
 import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
-import { freshPostgresDatabase } from '../helpers/postgres.ts';
-import { requireService } from '../helpers/services.ts';
+import { freshPostgresDatabase, requirePostgres } from '../helpers/postgres.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
 
-const PG_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the circuit opens and recovers, nothing acknowledged is lost', { timeout: 120_000 }, async (t) => {
-  if (!(await requireService(t, 'PostgreSQL', PG_URL))) return;
+  if (!(await requirePostgres(t))) return;
   const db = await freshPostgresDatabase(t);
   const target = new URL(db.url);
   const proxy = await startTcpProxy(target.hostname, Number(target.port || 5432));

@@ -5,9 +5,9 @@
  * When the server cannot be reached, PostgreSQL tests skip with a printed reason, unless
  * AUTH_TEST_REQUIRE_SERVICES=1 (CI), where they fail.
  */
-import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { serviceMissing } from './services.ts';
 
 export const POSTGRES_ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -49,16 +49,9 @@ interface TestLike {
   skip(message?: string): void;
 }
 
-const printed = new Set<string>();
-
 /** Why PostgreSQL tests cannot run, printed once (false: they can). Throws under AUTH_TEST_REQUIRE_SERVICES=1. */
 export async function postgresSkipReason(): Promise<string | false> {
-  const reason = await postgresUnavailable();
-  if (reason === undefined) return false;
-  if (process.env.AUTH_TEST_REQUIRE_SERVICES === '1') throw new Error(`${reason} (AUTH_TEST_REQUIRE_SERVICES=1)`);
-  if (!printed.has(reason)) console.log(`skipped: ${reason}`);
-  printed.add(reason);
-  return reason;
+  return serviceMissing(await postgresUnavailable());
 }
 
 /**
@@ -66,12 +59,9 @@ export async function postgresSkipReason(): Promise<string | false> {
  * else marks `t` skipped and prints the reason.
  */
 export async function requirePostgres(t: TestLike): Promise<boolean> {
-  const reason = await postgresUnavailable();
-  if (reason === undefined) return true;
-  if (process.env.AUTH_TEST_REQUIRE_SERVICES === '1') assert.fail(`${reason} (AUTH_TEST_REQUIRE_SERVICES=1)`);
-  if (!printed.has(reason)) console.log(`skipped: ${reason}`);
-  printed.add(reason);
-  t.skip(reason);
+  const missing = await postgresSkipReason();
+  if (missing === false) return true;
+  t.skip(missing);
   return false;
 }
 
@@ -122,4 +112,19 @@ export async function freshPostgresDatabase(t: { after(fn: () => Promise<void>):
   const db = await createTestDatabase();
   t.after(() => db.drop());
   return db;
+}
+
+/** Settings that point several instances at one database, removed after the test. */
+export interface SharedDatabase {
+  readonly env: Record<string, string>;
+}
+
+/**
+ * One fresh PostgreSQL database that every instance of the test opens (dropped afterwards), or
+ * undefined when PostgreSQL is missing and the test was skipped.
+ */
+export async function sharedDatabase(t: TestLike & { after(fn: () => Promise<void>): void }): Promise<SharedDatabase | undefined> {
+  if (!(await requirePostgres(t))) return undefined;
+  const db = await freshPostgresDatabase(t);
+  return { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: db.url } };
 }

@@ -5,12 +5,23 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { connect } from 'node:net';
-import { freshPostgresDatabase, requirePostgres } from './postgres.ts';
 
 interface TestLike {
   skip(message?: string): void;
-  diagnostic(message: string): void;
-  after(fn: () => Promise<void>): void;
+}
+
+const printed = new Set<string>();
+
+/**
+ * The one rule for a missing service: `reason` undefined means it is there (false). Otherwise
+ * throws under AUTH_TEST_REQUIRE_SERVICES=1, else prints the reason once and returns it.
+ */
+export function serviceMissing(reason: string | undefined): string | false {
+  if (reason === undefined) return false;
+  if (process.env.AUTH_TEST_REQUIRE_SERVICES === '1') assert.fail(`${reason} (AUTH_TEST_REQUIRE_SERVICES=1)`);
+  if (!printed.has(reason)) console.log(`skipped: ${reason}`);
+  printed.add(reason);
+  return reason;
 }
 
 function reachable(url: string): Promise<boolean> {
@@ -33,25 +44,8 @@ function reachable(url: string): Promise<boolean> {
  */
 export async function requireService(t: TestLike, name: string, target: string): Promise<boolean> {
   const ok = target.includes('://') ? await reachable(target) : spawnSync('sh', ['-c', `command -v ${target}`], { stdio: 'ignore' }).status === 0;
-  if (ok) return true;
-  const reason = `${name} is not available at ${target}`;
-  if (process.env.AUTH_TEST_REQUIRE_SERVICES === '1') assert.fail(`${reason} (AUTH_TEST_REQUIRE_SERVICES=1)`);
-  console.log(`skipped: ${reason}`);
-  t.skip(reason);
+  const missing = serviceMissing(ok ? undefined : `${name} is not available at ${target}`);
+  if (missing === false) return true;
+  t.skip(missing);
   return false;
-}
-
-/** Settings that point several instances at one database, removed after the test. */
-export interface SharedDatabase {
-  readonly env: Record<string, string>;
-}
-
-/**
- * One fresh PostgreSQL database that every instance of the test opens (dropped afterwards), or
- * undefined when PostgreSQL is missing and the test was skipped.
- */
-export async function sharedDatabase(t: TestLike): Promise<SharedDatabase | undefined> {
-  if (!(await requirePostgres(t))) return undefined;
-  const db = await freshPostgresDatabase(t);
-  return { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: db.url } };
 }
