@@ -35,6 +35,9 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
   const fork = (): Worker => {
     const w = cluster.fork();
     startedAt.set(w.id, Date.now());
+    // A message sent to a worker that just died fails with EPIPE, emitted as 'error' on the
+    // worker: unheard, it would take the primary (and so every worker) down. Its 'exit' follows.
+    w.on('error', (err: NodeJS.ErrnoException) => log.debug('message to a worker failed', { worker: w.id, error: err.code ?? err.message }));
     w.on('message', (m: unknown) => {
       if (!isToPrimary(m)) return;
       switch (m.t) {
