@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 
 const files = [
   'tests/unit/authz/graph.test.ts',
+  'tests/unit/cache/reorder.test.ts',
   'tests/e2e/config.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',

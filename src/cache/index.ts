@@ -13,6 +13,19 @@ interface Waiter {
   readonly resolve: (ok: boolean) => void;
 }
 
+/** Changes that arrived ahead of a missing revision, for one graph, and the writers waiting on them. */
+interface Held {
+  readonly graph: TenantGraph;
+  readonly changes: Map<number, Change>;
+  waiting: Waiter[];
+  readonly timer: NodeJS.Timeout;
+}
+
+const DONE: Promise<void> = Promise.resolve();
+
+/** How long a change waits for a missing earlier one before the changelog is replayed. */
+export const GAP_WAIT_MS = 100;
+
 /**
  * The tenant graphs of one worker: an LRU bounded by an estimate of their heap size, filled by
  * single-flight hydration. Unknown tenants are cached too (as empty graphs), so random keys cannot
@@ -26,11 +39,14 @@ export class TenantCache {
   /** The newest revision known per tenant while its hydration is in flight. */
   readonly #floor = new Map<string, number>();
   readonly #waiters = new Map<string, Waiter[]>();
+  readonly #held = new Map<string, Held>();
+  readonly #gapWaitMs: number;
   hits = 0;
   misses = 0;
 
-  constructor(load: SnapshotLoader, maxBytes: number) {
+  constructor(load: SnapshotLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS) {
     this.#load = load;
+    this.#gapWaitMs = gapWaitMs;
     this.#lru = new LRUCache<string, TenantGraph>({
       maxSize: maxBytes,
       sizeCalculation: (g) => Math.max(1, g.estimatedBytes),
@@ -88,45 +104,80 @@ export class TenantCache {
       // the graph stays behind and is dropped below
     }
     if (this.#lru.peek(tenant) !== g) return;
-    this.#lru.delete(tenant);
-    if (g.revision < stored) return;
-    this.#lru.set(tenant, g);
-    this.#wake(tenant, g.revision);
+    if (g.revision < stored) {
+      this.drop(tenant);
+      return;
+    }
+    this.#advanced(tenant, g);
   }
 
   /** Forgets the tenant's graph; the next request hydrates it. */
   drop(tenant: string): void {
     this.#lru.delete(tenant);
+    const held = this.#held.get(tenant);
+    if (held !== undefined) this.#release(tenant, held);
   }
 
   /** Drops the cached graph and hydrates again (after a gap in the revisions). */
   reload(tenant: string): Promise<TenantGraph> {
-    this.#lru.delete(tenant);
+    this.drop(tenant);
     return this.load(tenant);
   }
 
   /**
-   * Applies a committed change in revision order. When revisions were missed (a gap), the missing
-   * ones are replayed from the changelog first; if that fails or falls short, the graph is dropped
-   * so the next request hydrates a complete one. Never applies a change out of order.
+   * Applies a committed change in revision order and resolves once the graph reflects it (or was
+   * given up). A change that arrives ahead of a missing one (two workers committed at almost the
+   * same time, and the other's change is still on its way) is held for up to `gapWaitMs`; the
+   * missing change normally arrives long before, and then both apply in order. Only when it does
+   * not are the missing revisions replayed from the changelog; if that fails or falls short, the
+   * graph is dropped so the next request hydrates a complete one. Never applies out of order.
    */
-  async apply(tenant: string, change: Change, revision: number, replay: Replay): Promise<void> {
+  apply(tenant: string, change: Change, revision: number, replay: Replay): Promise<void> {
     if (this.#inflight.has(tenant)) {
       this.#floor.set(tenant, Math.max(this.#floor.get(tenant) ?? 0, revision));
     }
     const g = this.#lru.peek(tenant);
-    if (g === undefined) return;
+    if (g === undefined) return DONE;
     const result = g.apply(change, revision);
-    if (result === 'stale') return;
-    if (result === 'gap') {
-      try {
-        for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
-      } catch {
-        // fall through: the graph is behind and is dropped below
-      }
-      if (g.revision < revision) {
-        if (this.#lru.peek(tenant) === g) this.#lru.delete(tenant);
-        return;
+    if (result === 'stale') return DONE;
+    if (result === 'applied') {
+      this.#advanced(tenant, g);
+      return DONE;
+    }
+    let held = this.#held.get(tenant);
+    if (held !== undefined && held.graph !== g) {
+      this.#release(tenant, held);
+      held = undefined;
+    }
+    if (held === undefined) {
+      const h: Held = { graph: g, changes: new Map(), waiting: [], timer: setTimeout(() => void this.#fillGap(tenant, h, replay), this.#gapWaitMs) };
+      held = h;
+      this.#held.set(tenant, h);
+    }
+    held.changes.set(revision, change);
+    const h = held;
+    return new Promise((resolve) => h.waiting.push({ revision, resolve: () => resolve() }));
+  }
+
+  /** After `g` advanced: applies the held changes that now follow on, resizes, wakes waiters. */
+  #advanced(tenant: string, g: TenantGraph): void {
+    const held = this.#held.get(tenant);
+    if (held !== undefined) {
+      if (held.graph === g) {
+        for (let next = held.changes.get(g.revision + 1); next !== undefined; next = held.changes.get(g.revision + 1)) {
+          held.changes.delete(g.revision + 1);
+          g.apply(next, g.revision + 1);
+        }
+        for (const r of held.changes.keys()) if (r <= g.revision) held.changes.delete(r);
+        const rest: Waiter[] = [];
+        for (const w of held.waiting) {
+          if (w.revision <= g.revision) w.resolve(true);
+          else rest.push(w);
+        }
+        held.waiting = rest;
+        if (held.changes.size === 0) this.#release(tenant, held);
+      } else {
+        this.#release(tenant, held);
       }
     }
     if (this.#lru.peek(tenant) !== g) return;
@@ -134,6 +185,34 @@ export class TenantCache {
     this.#lru.delete(tenant);
     this.#lru.set(tenant, g);
     this.#wake(tenant, g.revision);
+  }
+
+  /** The wait for a missing change is over: replay the changelog, or give the graph up. */
+  async #fillGap(tenant: string, held: Held, replay: Replay): Promise<void> {
+    const g = held.graph;
+    if (this.#held.get(tenant) !== held) return;
+    if (this.#lru.peek(tenant) === g) {
+      try {
+        for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
+      } catch {
+        // the graph stays behind and is dropped below
+      }
+    }
+    if (this.#held.get(tenant) !== held) return;
+    this.#advanced(tenant, g);
+    if (this.#held.get(tenant) !== held) return;
+    // Still behind a change that was held: the changelog could not fill the gap.
+    this.#release(tenant, held);
+    if (this.#lru.peek(tenant) === g) this.#lru.delete(tenant);
+  }
+
+  /** Forgets the held changes of a graph and lets their writers go (the graph is current or gone). */
+  #release(tenant: string, held: Held): void {
+    clearTimeout(held.timer);
+    if (this.#held.get(tenant) === held) this.#held.delete(tenant);
+    for (const w of held.waiting) w.resolve(true);
+    held.waiting = [];
+    held.changes.clear();
   }
 
   /**
@@ -175,6 +254,8 @@ export class TenantCache {
       if (snapshot.revision < floor) continue; // a change committed while we read: read again
       const g = TenantGraph.fromSnapshot(snapshot);
       this.#lru.set(tenant, g);
+      const held = this.#held.get(tenant);
+      if (held !== undefined) this.#release(tenant, held);
       this.#wake(tenant, g.revision);
       return g;
     }

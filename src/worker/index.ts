@@ -57,8 +57,11 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       async write(tenant, change) {
         const outcome = await store.write(tenant, change);
         if (outcome.ok) {
-          await cache.apply(tenant, outcome.change, outcome.revision, replay(tenant));
-          await bus.publish({ v: 1, tenant, revision: outcome.revision, change: outcome.change });
+          // Both must be done before the response goes out; neither needs the other first.
+          await Promise.all([
+            cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)),
+            bus.publish({ v: 1, tenant, revision: outcome.revision, change: outcome.change }),
+          ]);
         }
         return outcome;
       },
