@@ -23,15 +23,17 @@ export class SqliteStore implements Store {
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new Database(path);
-    this.#db.pragma('journal_mode = WAL');
+    whenFree(() => this.#db.pragma('journal_mode = WAL'));
     this.#db.pragma('synchronous = FULL');
-    this.#db.pragma('busy_timeout = 5000');
-    migrate(this.#db);
+    // No busy handler of SQLite's own: its sleeps grow to 100 ms, far longer than another
+    // connection holds the write lock here. {@link whenFree} retries in steps of a fraction of that.
+    this.#db.pragma('busy_timeout = 0');
+    whenFree(() => migrate(this.#db));
     this.#stmt = prepare(this.#db);
     const writeTx = this.#db.transaction((tenant: TenantId, change: Change) => this.#applyWrite(tenant, change));
-    this.#write = (tenant, change) => writeTx.immediate(tenant, change);
+    this.#write = (tenant, change) => whenFree(() => writeTx.immediate(tenant, change));
     const loadTx = this.#db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
-    this.#load = (tenant) => loadTx.deferred(tenant);
+    this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
   }
 
   loadSync(tenant: TenantId): Snapshot {
@@ -39,7 +41,7 @@ export class SqliteStore implements Store {
   }
 
   revisionSync(tenant: TenantId): number {
-    const row = this.#stmt.client.get(tenant) as Row | undefined;
+    const row = whenFree(() => this.#stmt.client.get(tenant)) as Row | undefined;
     return row === undefined ? 0 : Number(row.revision);
   }
 
@@ -47,13 +49,14 @@ export class SqliteStore implements Store {
     return this.#write(tenant, change);
   }
 
+
   changesSync(tenant: TenantId, since: number, limit: number): ChangeRecord[] {
-    const rows = this.#stmt.changes.all(tenant, since, limit) as Row[];
+    const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
     return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
   }
 
   cursorSecretSync(): Buffer {
-    const row = this.#db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`).get() as Row | undefined;
+    const row = whenFree(() => this.#db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`).get()) as Row | undefined;
     if (row === undefined) throw new Error('cursor secret missing from meta');
     return Buffer.from(String(row.value), 'hex');
   }
@@ -69,7 +72,7 @@ export class SqliteStore implements Store {
   }
   async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     if (tenants.length === 0) return [];
-    const rows = this.#stmt.revisions.all(JSON.stringify(tenants)) as Array<{ hash: string; revision: number }>;
+    const rows = whenFree(() => this.#stmt.revisions.all(JSON.stringify(tenants))) as Array<{ hash: string; revision: number }>;
     return rows.map((r) => [r.hash, r.revision]);
   }
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
@@ -79,7 +82,7 @@ export class SqliteStore implements Store {
     return this.cursorSecretSync();
   }
   async ping(): Promise<void> {
-    this.#db.prepare('SELECT 1').get();
+    whenFree(() => this.#db.prepare('SELECT 1').get());
   }
   async close(): Promise<void> {
     if (this.#db.open) this.#db.close();
@@ -164,6 +167,35 @@ export class SqliteStore implements Store {
       ...(membershipsRemoved === undefined ? {} : { membershipsRemoved }),
     };
   }
+}
+
+/** How long a statement keeps retrying while another connection holds the lock. */
+const BUSY_TIMEOUT_MS = 5_000;
+const BUSY_FIRST_PAUSE_MS = 0.05;
+const BUSY_MAX_PAUSE_MS = 2;
+const pauseCell = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Runs `fn`, again after a short pause each time it finds the database locked by another
+ * connection (SQLITE_BUSY), for at most {@link BUSY_TIMEOUT_MS}; then the last error is thrown
+ * (a 503, see store/transient.ts). The pause blocks the calling thread: only pool threads and
+ * start-up call this, never an event loop that serves requests.
+ */
+function whenFree<T>(fn: () => T): T {
+  const deadline = performance.now() + BUSY_TIMEOUT_MS;
+  for (let pause = BUSY_FIRST_PAUSE_MS; ; pause = Math.min(BUSY_MAX_PAUSE_MS, pause * 2)) {
+    try {
+      return fn();
+    } catch (err) {
+      if (!isBusy(err) || performance.now() + pause > deadline) throw err;
+      Atomics.wait(pauseCell, 0, 0, pause);
+    }
+  }
+}
+
+function isBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
 /** Rebuilds a change from its changelog row. */
