@@ -1,5 +1,6 @@
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import type { WireError } from '../errors/index.ts';
+import type { PendingWrite, WriteSettled } from '../store/port.ts';
 
 /** Every task a pool thread runs, and what each answers. One file, so both sides agree. */
 export type Task =
@@ -7,6 +8,7 @@ export type Task =
   | { readonly kind: 'revision'; readonly tenant: string }
   | { readonly kind: 'revisions'; readonly tenants: readonly string[] }
   | { readonly kind: 'write'; readonly tenant: string; readonly change: Change }
+  | { readonly kind: 'writeMany'; readonly writes: readonly PendingWrite[] }
   | { readonly kind: 'changes'; readonly tenant: string; readonly since: number; readonly limit: number }
   | { readonly kind: 'cursorSecret' }
   | { readonly kind: 'ping' };
@@ -16,6 +18,7 @@ export interface TaskValue {
   revision: number;
   revisions: Array<[string, number]>;
   write: WriteOutcome;
+  writeMany: WriteSettled[];
   changes: ChangeRecord[];
   /** Hex, so it crosses the thread boundary as a plain string. */
   cursorSecret: string;

@@ -1,4 +1,5 @@
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { WireError } from '../errors/index.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
 
@@ -18,6 +19,12 @@ export interface Store {
   /** Applies one change in one transaction, checking it against the stored state. */
   write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
   /**
+   * Applies many changes as if each were a {@link write}, in the order given for any one tenant,
+   * and settles each on its own: one that fails does not fail the others, unless the failure is
+   * the commit they share (then none of them is in, and each reports that failure).
+   */
+  writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
+  /**
    * The committed revisions of many tenants in one query (revalidation of a whole cache): pairs
    * for the tenants the database knows; a tenant it does not know is at revision 0.
    */
@@ -30,3 +37,12 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 }
+
+/** One write of a {@link Store.writeMany} batch. */
+export interface PendingWrite {
+  readonly tenant: TenantId;
+  readonly change: Change;
+}
+
+/** How one write of a batch settled: its outcome (committed or refused), or the failure. */
+export type WriteSettled = { readonly ok: true; readonly value: WriteOutcome } | { readonly ok: false; readonly error: WireError };

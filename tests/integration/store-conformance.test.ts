@@ -112,6 +112,36 @@ function conformance(backend: StoreBackend): void {
       assert.deepEqual(await store.revisions([]), []);
     });
 
+    it('writeMany: a batch settles each write as one write at a time would, in order per tenant', async () => {
+      const [a, b] = [tenant(), tenant()];
+      // The script on two tenants, interleaved, as one batch.
+      const writes = SCRIPT.flatMap(([change]) => [
+        { tenant: a, change },
+        { tenant: b, change },
+      ]);
+      const settled = await store.writeMany(writes);
+      assert.equal(settled.length, writes.length);
+      settled.forEach((s, i) => {
+        const [change, expect] = SCRIPT[Math.floor(i / 2)] as (typeof SCRIPT)[number];
+        const what = `${JSON.stringify(change)} on tenant ${i % 2 === 0 ? 'a' : 'b'}`;
+        assert.ok(s.ok, `${what}: settled as a value, not a failure`);
+        if (typeof expect === 'number') {
+          assert.ok(s.value.ok, `${what} commits`);
+          assert.equal(s.value.revision, expect, `${what} commits at ${expect}`);
+        } else {
+          assert.ok(!s.value.ok, `${what} is refused`);
+          assert.equal(s.value.error.code, expect[0], what);
+          assert.equal(s.value.revision, expect[1], what);
+        }
+      });
+      for (const t of [a, b]) {
+        assert.equal(await store.revision(t), 11);
+        assert.deepEqual((await store.changes(t, 0, 100)).map((c) => c.revision), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      }
+      assert.deepEqual(await store.load(a), await store.load(b));
+      assert.deepEqual(await store.writeMany([]), []);
+    });
+
     it('every change kind commits or is refused as a value; revision + 1 per write, unchanged on refusal', async () => {
       const t = tenant();
       outcomes.set(backend.name, await runScript(store, t));
@@ -307,6 +337,26 @@ describe('SQLite only', () => {
     const db = new Database(s.sqlitePath, { readonly: true });
     t.after(() => db.close());
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
+  });
+
+  test('a batch is one transaction, yet a write that throws in it is undone alone', async (t) => {
+    const backend = sqliteBackend();
+    t.after(() => backend.cleanup());
+    const store = openStore(await backend.fresh());
+    t.after(() => store.close());
+    const a = tenant();
+    // A role that is not a string cannot be bound: the statement throws inside the batch.
+    const bad = { op: 'role.create', role: { not: 'a string' }, description: '' } as unknown as Change;
+    const settled = await store.writeMany([
+      { tenant: a, change: { op: 'role.create', role: 'r', description: '' } },
+      { tenant: a, change: bad },
+      { tenant: a, change: { op: 'permission.grant', role: 'r', permission: 'p' } },
+    ]);
+    assert.deepEqual(settled.map((s) => s.ok && s.value.ok && s.value.revision), [1, false, 2]);
+    const failed = settled[1];
+    assert.ok(failed !== undefined && !failed.ok && failed.error.code === 'ERR_INTERNAL', JSON.stringify(failed));
+    assert.deepEqual((await store.changes(a, 0, 10)).map((c) => c.change.op), ['role.create', 'permission.grant']);
+    assert.deepEqual(await store.load(a), { revision: 2, roles: [['r', '']], grants: [['r', 'p']], memberships: [] });
   });
 });
 

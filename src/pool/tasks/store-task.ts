@@ -18,6 +18,8 @@ async function run(s: Store, task: Task): Promise<TaskValue[Task['kind']]> {
       return s.revisions(task.tenants);
     case 'write':
       return s.write(task.tenant, task.change);
+    case 'writeMany':
+      return s.writeMany(task.writes);
     case 'changes':
       return s.changes(task.tenant, task.since, task.limit);
     case 'cursorSecret':

@@ -1,10 +1,10 @@
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
-import { AppError } from '../../errors/index.ts';
+import { AppError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
-import type { Store, TenantId, WriteOutcome } from '../port.ts';
+import type { PendingWrite, Store, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
@@ -129,6 +129,34 @@ export class PostgresStore implements Store {
       const outcome = await applyWrite(db, tenant, change);
       return { commit: outcome.ok, value: outcome };
     });
+  }
+
+  /**
+   * Each write is its own transaction. The writes of one tenant run one after the other, in the
+   * order given; different tenants run side by side on the pool's connections. (One transaction
+   * for the batch would hold every tenant's row lock until the slowest write is done.)
+   */
+  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+    const settled: WriteSettled[] = new Array<WriteSettled>(writes.length);
+    const byTenant = new Map<TenantId, number[]>();
+    writes.forEach((w, i) => {
+      const list = byTenant.get(w.tenant);
+      if (list === undefined) byTenant.set(w.tenant, [i]);
+      else list.push(i);
+    });
+    await Promise.all(
+      [...byTenant.values()].map(async (indexes) => {
+        for (const i of indexes) {
+          const w = writes[i] as PendingWrite;
+          try {
+            settled[i] = { ok: true, value: await this.write(w.tenant, w.change) };
+          } catch (err) {
+            settled[i] = { ok: false, error: toWire(err) };
+          }
+        }
+      }),
+    );
+    return settled;
   }
 
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {

@@ -4,8 +4,10 @@ import Database from 'better-sqlite3';
 import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
-import type { Store, TenantId, WriteOutcome } from '../port.ts';
+import { toWire } from '../../errors/index.ts';
+import type { PendingWrite, Store, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
+import { storeFailure } from '../transient.ts';
 
 type Row = Record<string, unknown>;
 
@@ -18,6 +20,7 @@ export class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #write: (tenant: TenantId, change: Change) => WriteOutcome;
+  readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
   readonly #load: (tenant: TenantId) => Snapshot;
 
   constructor(path: string) {
@@ -32,6 +35,19 @@ export class SqliteStore implements Store {
     this.#stmt = prepare(this.#db);
     const writeTx = this.#db.transaction((tenant: TenantId, change: Change) => this.#applyWrite(tenant, change));
     this.#write = (tenant, change) => whenFree(() => writeTx.immediate(tenant, change));
+    // A batch is one transaction (one lock, one fsync); each write in it runs in a savepoint (a
+    // transaction nested in another is one in better-sqlite3), so a write that throws is undone
+    // alone and the others still commit.
+    const manyTx = this.#db.transaction((writes: readonly PendingWrite[]): WriteSettled[] =>
+      writes.map((w) => {
+        try {
+          return { ok: true, value: writeTx(w.tenant, w.change) };
+        } catch (err) {
+          return { ok: false, error: toWire(storeFailure(err, 'write')) };
+        }
+      }),
+    );
+    this.#writeMany = (writes) => whenFree(() => manyTx.immediate(writes));
     const loadTx = this.#db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
     this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
   }
@@ -49,6 +65,16 @@ export class SqliteStore implements Store {
     return this.#write(tenant, change);
   }
 
+  writeManySync(writes: readonly PendingWrite[]): WriteSettled[] {
+    if (writes.length === 0) return [];
+    try {
+      return this.#writeMany(writes);
+    } catch (err) {
+      // The shared commit (or the lock) failed: none of the writes is in.
+      const error = toWire(storeFailure(err, 'write'));
+      return writes.map(() => ({ ok: false, error }));
+    }
+  }
 
   changesSync(tenant: TenantId, since: number, limit: number): ChangeRecord[] {
     const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
@@ -69,6 +95,9 @@ export class SqliteStore implements Store {
   }
   async write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
     return this.writeSync(tenant, change);
+  }
+  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+    return this.writeManySync(writes);
   }
   async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     if (tenants.length === 0) return [];
