@@ -16,6 +16,18 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
   };
   const pending = new Map<number, () => void>();
   let nextId = 1;
+  // Changes published in one turn of the event loop travel as one message (a group commit
+  // settles many writes at once): one hop to the primary, one per worker, one acknowledgement.
+  let batch: { id: number; msgs: ChangeMessage[]; done: Promise<void> } | undefined;
+  const flush = (): void => {
+    const b = batch;
+    batch = undefined;
+    if (b !== undefined && !send({ t: 'change', id: b.id, msgs: b.msgs })) settle(b.id);
+  };
+  const settle = (id: number): void => {
+    pending.get(id)?.();
+    pending.delete(id);
+  };
   let handler: ((msg: ChangeMessage) => Promise<void>) | undefined;
   let welcomed: (() => void) | undefined;
 
@@ -24,12 +36,11 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
     if (m.t === 'welcome') {
       welcomed?.();
     } else if (m.t === 'settled') {
-      pending.get(m.id)?.();
-      pending.delete(m.id);
+      settle(m.id);
     } else if (m.t === 'apply') {
       const apply = handler ?? (() => Promise.resolve());
       // Acknowledge even when applying failed: the handler drops what it could not update.
-      void apply(m.msg).finally(() => send({ t: 'ack', id: m.id }));
+      void Promise.allSettled(m.msgs.map((msg) => apply(msg))).finally(() => send({ t: 'ack', id: m.id }));
     }
   };
   process.on('message', onMessage);
@@ -51,19 +62,20 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
       });
     },
     publish(msg) {
-      const id = nextId++;
-      return new Promise((resolve) => {
-        pending.set(id, resolve);
-        if (!send({ t: 'change', id, msg })) {
-          pending.delete(id);
-          resolve();
-        }
-      });
+      if (batch === undefined) {
+        const id = nextId++;
+        const done = new Promise<void>((resolve) => pending.set(id, resolve));
+        batch = { id, msgs: [], done };
+        setImmediate(flush);
+      }
+      batch.msgs.push(msg);
+      return batch.done;
     },
     subscribe(h) {
       handler = h;
     },
     async close() {
+      flush();
       process.off('message', onMessage);
       releaseAll();
     },

@@ -13,12 +13,13 @@ export type ToPrimary =
   | { readonly t: 'hello' }
   | { readonly t: 'ready'; readonly port: number }
   | { readonly t: 'fatal'; readonly message: string }
-  | { readonly t: 'change'; readonly id: number; readonly msg: ChangeMessage }
+  /** Changes committed in one turn of the worker's event loop, in commit order. */
+  | { readonly t: 'change'; readonly id: number; readonly msgs: readonly ChangeMessage[] }
   | { readonly t: 'ack'; readonly id: number };
 
 export type ToWorker =
   | { readonly t: 'welcome' }
-  | { readonly t: 'apply'; readonly id: number; readonly msg: ChangeMessage }
+  | { readonly t: 'apply'; readonly id: number; readonly msgs: readonly ChangeMessage[] }
   | { readonly t: 'settled'; readonly id: number }
   /** Whether the instance's Redis subscription is live (sent on join and on every change). */
   | { readonly t: 'redis'; readonly subscribed: boolean }

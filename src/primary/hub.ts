@@ -49,16 +49,16 @@ export class ChangeHub {
   }
 
   /**
-   * Fans a change out to every joined worker but its origin. `origin` undefined: the change came
+   * Fans changes out to every joined worker but their origin. `origin` undefined: the change came
    * from another instance (through Redis); nobody waits for it, so its acknowledgements are not
    * awaited either (a worker that missed it catches up at its next revalidation).
    */
-  change(origin: Worker | undefined, originId: number, msg: ChangeMessage): void {
+  change(origin: Worker | undefined, originId: number, msgs: readonly ChangeMessage[]): void {
     const gid = this.#nextId++;
     const waiting = new Set<number>();
     for (const [id, w] of this.#joined) {
       if (id === origin?.id) continue;
-      if (send(w, { t: 'apply', id: gid, msg })) waiting.add(id);
+      if (send(w, { t: 'apply', id: gid, msgs })) waiting.add(id);
     }
     if (origin === undefined) return;
     if (waiting.size === 0) {

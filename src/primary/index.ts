@@ -58,8 +58,8 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
           else log.error('replacement worker cannot start; retrying', { worker: w.id, error: m.message });
           break;
         case 'change':
-          hub.change(w, m.id, m.msg);
-          redis?.publish(m.msg);
+          hub.change(w, m.id, m.msgs);
+          if (redis !== undefined) for (const msg of m.msgs) redis.publish(msg);
           break;
         case 'ack':
           hub.ack(w, m.id);
@@ -129,7 +129,7 @@ function startRedis(url: string, hub: ChangeHub, log: Logger): RedisBridge {
     url,
     instance: randomUUID(),
     log,
-    onChange: (msg) => hub.change(undefined, 0, msg),
+    onChange: (msg) => hub.change(undefined, 0, [msg]),
     onState: (subscribed) => hub.broadcast({ t: 'redis', subscribed }),
   });
 }
