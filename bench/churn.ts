@@ -1,11 +1,12 @@
 /**
  * Writes of bench/cluster.ts that change no probed answer: grants and revokes of dedicated churn
  * permissions on a dedicated churn role, whose only member is a dedicated churn user (none of them
- * is in the data set). A paced writer for the mixed run (each acknowledged write is then read back
- * on a new TCP connection: read-your-writes across workers) and batches for the write latency.
+ * is in the data set). A paced writer, the read-your-writes prober of the mixed run (each
+ * acknowledged write is then read back on a new TCP connection, so either worker may answer; it
+ * speaks through the lean client of lean-http.ts), and batches for the write latency.
  */
-import http from 'node:http';
 import type { RbacClient } from '../src/client/index.ts';
+import { LeanConnection, leanOneShot, leanRequest } from './lean-http.ts';
 import { sleep, withTimeout } from './procs.ts';
 import { Samples, type Latency } from './stats.ts';
 import { newTally, record, type Tally } from './verify.ts';
@@ -39,6 +40,21 @@ interface Step {
   permission: string;
   granted: boolean;
   revision: number;
+}
+
+/** How a write reaches the gateway: the typed client by default, the lean one in the mixed run. */
+export type Sender = (grant: boolean, permission: string) => Promise<{ status: number; revision: number | undefined; error?: string }>;
+
+const permissionPath = (permission: string): string => `/api/permission/${encodeURIComponent(CHURN_ROLE)}/${encodeURIComponent(permission)}`;
+
+/** A sender on one kept-alive lean connection (one write at a time, as a lane writes). */
+export function leanSender(port: number, key: string): { send: Sender; close(): void } {
+  const conn = new LeanConnection(port);
+  const send: Sender = async (grant, permission) => {
+    const res = await conn.request(leanRequest(grant ? 'POST' : 'DELETE', permissionPath(permission), key, true));
+    return { status: res.status, revision: Number.isNaN(res.revision) ? undefined : res.revision, ...(res.status >= 300 ? { error: res.body.slice(0, 200) } : {}) };
+  };
+  return { send, close: () => conn.close() };
 }
 
 /** Latencies and errors of a set of writes. */
@@ -96,7 +112,7 @@ export class Churn {
    * Write number `i` of lane `lane`: a grant of one of the lane's permissions when it is not
    * granted, else its revoke. Throws on failure. Returns the latency in `log`.
    */
-  async step(lane: number, i: number, log: WriteLog): Promise<Step | undefined> {
+  async step(lane: number, i: number, log: WriteLog, send?: Sender): Promise<Step | undefined> {
     const permission = churnPermission(lane, Math.floor(i / 2) % PERMS_PER_LANE);
     if (this.#uncertain.has(permission)) {
       const now = await this.client.roleHasPermission(CHURN_ROLE, permission);
@@ -113,7 +129,12 @@ export class Churn {
     const what = `${grant ? 'grant' : 'revoke'} ${permission}`;
     const t0 = performance.now();
     try {
-      const res = grant ? await this.client.grant(CHURN_ROLE, permission) : await this.client.revoke(CHURN_ROLE, permission);
+      const res =
+        send !== undefined
+          ? await send(grant, permission)
+          : grant
+            ? await this.client.grant(CHURN_ROLE, permission)
+            : await this.client.revoke(CHURN_ROLE, permission);
       const ms = performance.now() - t0;
       if (res.status !== (grant ? 201 : 200)) {
         this.#uncertain.add(permission);
@@ -144,31 +165,12 @@ export class Churn {
   }
 }
 
-/** GET on a new TCP connection (agent: false), so the kernel picks the worker that answers. */
-function freshGet(baseUrl: string, path: string, key: string, timeoutMs: number): Promise<{ status: number; body: string; revision: number }> {
-  const url = new URL(path, baseUrl);
-  return new Promise((resolve, reject) => {
-    const req = http.get(
-      { host: url.hostname, port: url.port, path: url.pathname, headers: { authorization: `Bearer ${key}` }, agent: false, timeout: timeoutMs },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => (body += c));
-        res.on('error', reject);
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, revision: Number(res.headers['x-authz-revision'] ?? NaN) }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
-    req.on('error', reject);
-  });
-}
-
 /** The problem with has_permission(churn user, step.permission) read on a new connection, if any. */
 async function readBack(baseUrl: string, key: string, step: Step): Promise<string | undefined> {
   const what = `has_permission(${CHURN_USER}, ${step.permission}) on a new connection`;
   try {
     const path = `/api/has_permission/${encodeURIComponent(CHURN_USER)}/${encodeURIComponent(step.permission)}`;
-    const res = await freshGet(baseUrl, path, key, 5_000);
+    const res = await leanOneShot(Number(new URL(baseUrl).port), leanRequest('GET', path, key, false));
     if (res.status !== 200) return `${what}: status ${res.status} ${res.body.slice(0, 200)}`;
     const answer = (JSON.parse(res.body) as { data?: { has_permission?: unknown } }).data?.has_permission;
     if (answer !== step.granted) return `${what}: answered ${String(answer)} after the acknowledged ${step.granted ? 'grant' : 'revoke'} (revision ${step.revision})`;
@@ -189,7 +191,16 @@ export function startWriter(churn: Churn, baseUrl: string, key: string, rate: nu
   const reads = newTally();
   let stopped = false;
   let tick = 0;
+  const port = Number(new URL(baseUrl).port);
   const lane = async (l: number): Promise<void> => {
+    const sender = leanSender(port, key);
+    try {
+      await paced(l, sender.send);
+    } finally {
+      sender.close();
+    }
+  };
+  const paced = async (l: number, send: Sender): Promise<void> => {
     for (let i = 0; !stopped; ) {
       let due = log.started + (tick * 1000) / rate;
       const now = performance.now();
@@ -200,7 +211,7 @@ export function startWriter(churn: Churn, baseUrl: string, key: string, rate: nu
       tick++;
       if (due > now) await sleep(due - now);
       if (stopped) break;
-      const step = await churn.step(l, i, log);
+      const step = await churn.step(l, i, log, send);
       if (step === undefined) continue;
       i++;
       record(reads, await readBack(baseUrl, key, step));

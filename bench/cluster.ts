@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RbacClient } from '../src/client/index.ts';
-import { Churn, startWriter, writeBatch, type MixedWrites, type WriteStats } from './churn.ts';
+import { Churn, CHURN_ROLE, startWriter, writeBatch, type MixedWrites, type WriteStats } from './churn.ts';
 import { loadConfig, type BenchConfig } from './config.ts';
 import { generate, probes, writeCount, type Probe } from './dataset.ts';
 import { runOne, runPhase, type PhaseContext, type RunRecord } from './phases.ts';
@@ -28,8 +28,11 @@ const RESULTS = join(ROOT, 'bench', 'results');
 const WRITE_SHARE = 0.01;
 /** Worker count of the mixed run (the service's default on this 2-core machine). */
 const MIXED_WORKERS = 2;
-/** Sequential writer lanes of the mixed run: enough to keep the pace when a write waits ~100 ms under load. */
-const WRITER_LANES = 64;
+/** The read-your-writes prober beside the mixed run: writes per second, and its sequential lanes. */
+const PROBE_RATE = 25;
+const PROBE_LANES = 4;
+/** Permissions wrk cycles its grants and revokes through, per run. */
+const WRK_WRITE_PERMISSIONS = 1024;
 /** Mixed checks must keep at least this share of the pure rate (printed, never fatal). */
 const PASS_RATIO = 0.8;
 const LATENCY_WORKERS = [1, 2, 4];
@@ -52,13 +55,19 @@ interface Restart {
 
 interface MixedResult {
   workers: number;
-  targetWritesPerSecond: number;
-  /** Medians of the measured runs: checks alone, then with the writer beside them. */
+  /** wrk sent a write as every n-th request. */
+  writeEvery: number;
+  /** Medians of the measured runs: checks alone, then checks with writes among them (all requests). */
   pure: Summary;
   mixed: Summary;
+  /** The checks of the mixed run (its requests less the writes), and its writes, per second. */
+  checksPerSecond: number;
+  writesPerSecond: number;
+  /** checksPerSecond / pure.rps */
   ratio: number;
   pass: boolean;
-  writes: { writes: number; errors: number; writesPerSecond: number; p50: number; p99: number; mean: number };
+  /** The read-your-writes prober's own writes (client-side latency). */
+  prober: { writes: number; errors: number; writesPerSecond: number; p50: number; p99: number; mean: number };
   readYourWrites: { checked: number; wrong: number; examples: string[] };
   checker: { checked: number; wrong: number };
 }
@@ -138,27 +147,30 @@ async function purePhase(b: Bench, bare: Server, gateway: Server, workers: numbe
   if (s !== undefined) b.report.pure.push({ workers, ...s });
 }
 
-async function mixedPhase(b: Bench, gateway: Server, pureRps: number): Promise<void> {
-  const rate = Math.max(1, Math.round(pureRps * WRITE_SHARE));
+async function mixedPhase(b: Bench, gateway: Server): Promise<void> {
+  const every = Math.round(1 / WRITE_SHARE);
   console.log(
-    `\nphase 2: mixed on AUTH_WORKERS=${MIXED_WORKERS}: wrk checks + ${rate} writes/s (${WRITE_SHARE * 100}% of ${Math.round(pureRps)} checks/s)` +
-      ` from ${WRITER_LANES} lanes, each write read back on a new connection`,
+    `\nphase 2: mixed on AUTH_WORKERS=${MIXED_WORKERS}: wrk sends a grant or revoke as every ${every}th request (${WRITE_SHARE * 100}% writes);` +
+      ` beside it ${PROBE_RATE} writes/s from ${PROBE_LANES} lanes, each read back on a new connection (read-your-writes)`,
   );
   const base: PhaseContext = { ...b.ctx, revision: b.churn.revision, revisionAtLeast: true };
   const pureRecs: RunRecord[] = [];
   const mixedRecs: RunRecord[] = [];
+  let runs = 0;
   const mixed = async (round: number, warmup: boolean): Promise<void> => {
     let got: MixedWrites | undefined;
     const alongside = (): { stop(): Promise<void> } => {
-      const w = startWriter(b.churn, gateway.baseUrl, b.key, rate, WRITER_LANES);
+      const w = startWriter(b.churn, gateway.baseUrl, b.key, PROBE_RATE, PROBE_LANES);
       return { stop: async () => void (got = await w.stop()) };
     };
-    const rec = await runOne('wrk', gateway, round, { ...base, tag: 'mixed', alongside }, warmup);
-    if (got === undefined) throw new Error('the writer did not report');
+    // A permission prefix of its own per run: each run starts its grant/revoke cycle afresh.
+    const writes = { every, role: CHURN_ROLE, prefix: `bench.churn:wrk${runs++}-${Date.now().toString(36)}.p`, count: WRK_WRITE_PERMISSIONS };
+    const rec = await runOne('wrk', gateway, round, { ...base, tag: 'mixed', alongside, writes }, warmup);
+    if (got === undefined) throw new Error('the read-your-writes prober did not report');
     const w: MixedWrites = got;
     console.log(
-      `    writes ${w.writesPerSecond.toFixed(0)}/s (target ${rate}/s)  p50 ${fmtMs(w.latency.p50)}  p99 ${fmtMs(w.latency.p99)} ms  errors ${w.errors}` +
-        `  read-your-writes ${w.reads.checked} checked, ${w.reads.wrong} wrong`,
+      `    wrk writes ~${Math.floor(rec.requests / every)} (${(rec.rps / every).toFixed(0)}/s); prober writes ${w.writes} p50 ${fmtMs(w.latency.p50)}  p99 ${fmtMs(w.latency.p99)} ms` +
+        `  errors ${w.errors}  read-your-writes ${w.reads.checked} checked, ${w.reads.wrong} wrong`,
     );
     for (const e of [...w.examples, ...w.reads.examples]) console.log(`    WRONG: ${e}`);
     b.report.runs.push(rec);
@@ -185,15 +197,18 @@ async function mixedPhase(b: Bench, gateway: Server, pureRps: number): Promise<v
   const sum = (xs: typeof all, f: (w: MixedWrites) => number): number => xs.reduce((n, w) => n + f(w), 0);
   const p = summarise(pureRecs);
   const m = summarise(mixedRecs);
-  const ratio = m.rps / p.rps;
+  const checksPerSecond = m.rps * (1 - 1 / every);
+  const ratio = checksPerSecond / p.rps;
   b.report.mixed = {
     workers: MIXED_WORKERS,
-    targetWritesPerSecond: rate,
+    writeEvery: every,
     pure: p,
     mixed: m,
+    checksPerSecond,
+    writesPerSecond: m.rps / every,
     ratio,
     pass: ratio >= PASS_RATIO,
-    writes: {
+    prober: {
       writes: sum(measured, (w) => w.writes),
       errors: sum(measured, (w) => w.errors),
       writesPerSecond: median(measured.map((w) => w.writesPerSecond)),
@@ -208,7 +223,7 @@ async function mixedPhase(b: Bench, gateway: Server, pureRps: number): Promise<v
     },
     checker: { checked: mixedRecs.reduce((n, r) => n + r.checked, 0), wrong: mixedRecs.reduce((n, r) => n + r.wrong, 0) },
   };
-  // Warm-up runs count for correctness too.
+  // Warm-up runs count for correctness too; wrk's own writes fail the run as non-2xx (loadFailures).
   const wrong = sum(all, (w) => w.reads.wrong);
   const errors = sum(all, (w) => w.errors);
   const example = all.flatMap((w) => [...w.reads.examples, ...w.examples])[0] ?? '';
@@ -254,7 +269,7 @@ async function main(): Promise<number> {
     ok: false,
     failures: [],
     machine: machineInfo(),
-    config: { ...printable, writeShare: WRITE_SHARE, mixedWorkers: MIXED_WORKERS, writerLanes: WRITER_LANES, latencyWrites: LATENCY_WRITES, latencyInFlight: LATENCY_IN_FLIGHT },
+    config: { ...printable, writeShare: WRITE_SHARE, mixedWorkers: MIXED_WORKERS, proberRate: PROBE_RATE, proberLanes: PROBE_LANES, latencyWrites: LATENCY_WRITES, latencyInFlight: LATENCY_IN_FLIGHT },
     dataset: info,
     pinning,
     restarts: [],
@@ -308,7 +323,9 @@ async function main(): Promise<number> {
     report.backgroundCores = await backgroundCores();
     if (report.backgroundCores > 0.2) console.log(`WARNING: ${report.backgroundCores.toFixed(2)} cores busy with other work before the load: figures will be noisy`);
 
-    for (const w of LATENCY_WORKERS) {
+    const phases = selectedPhases();
+    const plan = LATENCY_WORKERS.filter((w) => (phases.has('latency') || (phases.has('pure') && w <= 2) || (phases.has('mixed') && w === MIXED_WORKERS)));
+    for (const w of plan) {
       if (w !== workers) {
         await stop(b, gateway, workers);
         workers = w;
@@ -316,10 +333,9 @@ async function main(): Promise<number> {
         churn.client = new RbacClient({ baseUrl: gateway.baseUrl, key });
         if (!(await checkStart(b, gateway, workers, seconds))) return;
       }
-      if (workers <= 2) await purePhase(b, bare, gateway, workers);
-      const pure = report.pure.find((p) => p.workers === MIXED_WORKERS);
-      if (workers === MIXED_WORKERS && pure !== undefined) await mixedPhase(b, gateway, pure.gateway.rps);
-      await latencyPhase(b, workers);
+      if (phases.has('pure') && workers <= 2) await purePhase(b, bare, gateway, workers);
+      if (phases.has('mixed') && workers === MIXED_WORKERS) await mixedPhase(b, gateway);
+      if (phases.has('latency')) await latencyPhase(b, workers);
     }
   };
   try {
@@ -330,6 +346,18 @@ async function main(): Promise<number> {
   }
   report.failures.push(...loadFailures(report.runs));
   return finish(report);
+}
+
+const PHASES = ['pure', 'mixed', 'latency'] as const;
+
+/** BENCH_CLUSTER_PHASES (comma-separated, default all): the phases to run, e.g. `mixed` alone. */
+function selectedPhases(): Set<string> {
+  const raw = process.env.BENCH_CLUSTER_PHASES;
+  if (raw === undefined || raw.trim() === '') return new Set(PHASES);
+  const asked = raw.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const unknown = asked.filter((x) => !(PHASES as readonly string[]).includes(x));
+  if (unknown.length > 0) throw new Error(`BENCH_CLUSTER_PHASES: unknown phase ${unknown.join(', ')} (known: ${PHASES.join(', ')})`);
+  return new Set(asked);
 }
 
 function printTables(r: ClusterReport): void {
@@ -346,16 +374,14 @@ function printTables(r: ClusterReport): void {
   }
   const m = r.mixed;
   if (m !== undefined) {
-    const rows = [SUMMARY_HEADER, summaryRow(`w=${m.workers}`, 'checks only', m.pure), summaryRow(`w=${m.workers}`, 'checks + writes', m.mixed)];
-    console.log(`\nmixed run, AUTH_WORKERS=${m.workers}, writes at ${WRITE_SHARE * 100}% of the pure check rate (medians)\n${table(rows)}`);
-    console.log(`checks mixed/pure: ${m.ratio.toFixed(2)}  ${m.pass ? 'PASS' : 'FAIL'} (required >= ${PASS_RATIO})`);
+    const rows = [SUMMARY_HEADER, summaryRow(`w=${m.workers}`, 'checks only', m.pure), summaryRow(`w=${m.workers}`, `1 in ${m.writeEvery} a write`, m.mixed)];
+    console.log(`\nmixed run, AUTH_WORKERS=${m.workers}, wrk sends a write as every ${m.writeEvery}th request (medians; req/s counts writes too)\n${table(rows)}`);
     console.log(
-      `writes: target ${m.targetWritesPerSecond}/s, achieved ${m.writes.writesPerSecond.toFixed(0)}/s, latency p50 ${ms(m.writes.p50)} ms,` +
-        ` p99 ${ms(m.writes.p99)} ms, mean ${ms(m.writes.mean)} ms; ${m.writes.writes} writes, ${m.writes.errors} failed`,
+      `checks ${Math.round(m.checksPerSecond)}/s beside ${Math.round(m.writesPerSecond)} writes/s; checks mixed/pure: ${m.ratio.toFixed(2)}  ${m.pass ? 'PASS' : 'FAIL'} (required >= ${PASS_RATIO})`,
     );
-    if (m.writes.writesPerSecond < 0.9 * m.targetWritesPerSecond) {
-      console.log(`note: the writer fell behind its pace (${WRITER_LANES} lanes busy): the write path saturated beside the checks; write latency includes queueing in the gateway`);
-    }
+    console.log(
+      `read-your-writes prober: ${m.prober.writes} writes (${m.prober.writesPerSecond.toFixed(0)}/s), latency p50 ${ms(m.prober.p50)} ms, p99 ${ms(m.prober.p99)} ms, ${m.prober.errors} failed`,
+    );
     console.log(`wrong answers: read-your-writes on new connections ${m.readYourWrites.wrong} of ${m.readYourWrites.checked}, checker ${m.checker.wrong} of ${m.checker.checked}`);
   }
   const rows = [['workers', 'in flight', 'writes', 'writes/s', 'mean ms', 'p50 ms', 'p99 ms', 'max ms', 'errors']];

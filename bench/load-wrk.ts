@@ -19,6 +19,21 @@ export interface WrkSpec {
   durationS: number;
   cpus: string | undefined;
   cwd: string;
+  /** A write instead of every `every`-th request (the mixed run). */
+  writes?: WrkWrites;
+}
+
+/**
+ * Writes in the request stream: grants, then revokes, of `count` permissions named
+ * `<prefix><k>` on `role`. A permission's revoke comes `count` writes after its grant (far more
+ * requests than are in flight), so every write is accepted; any other answer counts as non-2xx.
+ * The prefix must be new to the role for each run.
+ */
+export interface WrkWrites {
+  every: number;
+  role: string;
+  prefix: string;
+  count: number;
 }
 
 export interface WrkOutcome {
@@ -50,7 +65,20 @@ function init(args)
     reqs[k] = wrk.format("GET", paths[k], { ["Authorization"] = ${lua(spec.authorization)} })
   end
 end
+local wevery = ${spec.writes?.every ?? 0}
+local wcount = ${spec.writes?.count ?? 1}
+local wbase = ${lua(spec.writes === undefined ? '' : `/api/permission/${encodeURIComponent(spec.writes.role)}/${encodeURIComponent(spec.writes.prefix)}`)}
+local n = 0
+local wj = 0
 function request()
+  n = n + 1
+  if wevery > 0 and n % wevery == 0 then
+    local k = wj % wcount
+    local method = "POST"
+    if math.floor(wj / wcount) % 2 == 1 then method = "DELETE" end
+    wj = wj + 1
+    return wrk.format(method, wbase .. k, { ["Authorization"] = ${lua(spec.authorization)} })
+  end
   i = i + 1
   if i > #reqs then i = 1 end
   return reqs[i]

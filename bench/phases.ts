@@ -6,7 +6,7 @@
 import { RbacClient } from '../src/client/index.ts';
 import type { Probe } from './dataset.ts';
 import { runAutocannon } from './load-autocannon.ts';
-import { runWrk } from './load-wrk.ts';
+import { runWrk, type WrkWrites } from './load-wrk.ts';
 import { systemBusySeconds, treeCpuSeconds } from './procs.ts';
 import type { Server } from './servers.ts';
 import type { Latency, Summary } from './stats.ts';
@@ -50,6 +50,8 @@ export interface PhaseContext {
   revisionAtLeast?: boolean;
   /** Printed after the server's name and kept in the record (`w2`, `mixed`). */
   tag?: string;
+  /** wrk only: writes in its request stream (see {@link WrkWrites}). */
+  writes?: WrkWrites;
   /** wrk only: work started beside each run (after the checker, before wrk) and stopped right after it. */
   alongside?: () => { stop(): Promise<void> };
 }
@@ -103,6 +105,7 @@ async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Pr
       durationS,
       cpus: ctx.loadCpus,
       cwd: ctx.cwd,
+      ...(ctx.writes === undefined ? {} : { writes: ctx.writes }),
     });
   } catch (err) {
     await checker.stop();
