@@ -1,4 +1,4 @@
-import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { WireError } from '../errors/index.ts';
 import type { PendingWrite, WriteSettled } from '../store/port.ts';
 
@@ -7,7 +7,6 @@ export type Task =
   | { readonly kind: 'load'; readonly tenant: string }
   | { readonly kind: 'revision'; readonly tenant: string }
   | { readonly kind: 'revisions'; readonly tenants: readonly string[] }
-  | { readonly kind: 'write'; readonly tenant: string; readonly change: Change }
   | { readonly kind: 'writeMany'; readonly writes: readonly PendingWrite[] }
   | { readonly kind: 'changes'; readonly tenant: string; readonly since: number; readonly limit: number }
   | { readonly kind: 'cursorSecret' }
@@ -17,7 +16,6 @@ export interface TaskValue {
   load: Snapshot;
   revision: number;
   revisions: Array<[string, number]>;
-  write: WriteOutcome;
   writeMany: WriteSettled[];
   changes: ChangeRecord[];
   /** Hex, so it crosses the thread boundary as a plain string. */

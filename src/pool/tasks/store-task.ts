@@ -16,8 +16,6 @@ async function run(s: Store, task: Task): Promise<TaskValue[Task['kind']]> {
       return s.revision(task.tenant);
     case 'revisions':
       return s.revisions(task.tenants);
-    case 'write':
-      return s.write(task.tenant, task.change);
     case 'writeMany':
       return s.writeMany(task.writes);
     case 'changes':
