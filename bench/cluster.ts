@@ -2,8 +2,9 @@
  * `npm run bench:cluster`: the gateway's worker processes under load, in one run and one data set
  * (seeded once into one SQLite file that every gateway of the run serves):
  *   1. has_permission with wrk on AUTH_WORKERS=1 and 2 against the bare uWS ceiling (no pinning);
- *   2. the same checks on AUTH_WORKERS=2 with writes beside them at 1% of their rate, each write
- *      read back on a new connection (read-your-writes across workers);
+ *   2. the same checks on AUTH_WORKERS=2 with every 100th request of wrk a write (99% checks, 1%
+ *      writes), and a small prober beside it reading its own writes back on new connections
+ *      (read-your-writes across workers);
  *   3. client-side write latency on AUTH_WORKERS=1, 2 and 4, sequential and 16 in flight.
  * A wrong answer, a failed write or a socket error fails the run (exit 1); the throughput figures
  * never do. See bench/README.md.
