@@ -2,7 +2,7 @@ import { Piscina } from 'piscina';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import { AppError, fromWire } from '../errors/index.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
-import type { PendingWrite, Store, WriteSettled } from '../store/port.ts';
+import type { PendingWrite, Store } from '../store/port.ts';
 import { storeFailure } from '../store/transient.ts';
 import type { Task, TaskReply, TaskValue } from './protocol.ts';
 
@@ -79,16 +79,12 @@ export class PooledStore implements Store {
       });
     });
   }
-  writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    return this.#run({ kind: 'writeMany', writes });
-  }
-
   /** Sends queued writes to the pool, as many batches as may be in flight. */
   #flush(): void {
     while (this.#queue.length > 0 && this.#batches < this.#maxBatches) {
       const batch = this.#queue.splice(0, MAX_BATCH);
       this.#batches++;
-      this.writeMany(batch.map(({ tenant, change }) => ({ tenant, change })))
+      this.#run({ kind: 'writeMany', writes: batch.map(({ tenant, change }) => ({ tenant, change })) })
         .then(
           (settled) =>
             batch.forEach((w, i) => {

@@ -19,12 +19,6 @@ export interface Store {
   /** Applies one change in one transaction, checking it against the stored state. */
   write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
   /**
-   * Applies many changes as if each were a {@link write}, in the order given for any one tenant,
-   * and settles each on its own: one that fails does not fail the others, unless the failure is
-   * the commit they share (then none of them is in, and each reports that failure).
-   */
-  writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
-  /**
    * The committed revisions of many tenants in one query (revalidation of a whole cache): pairs
    * for the tenants the database knows; a tenant it does not know is at revision 0.
    */
@@ -38,7 +32,17 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** One write of a {@link Store.writeMany} batch. */
+/** An adapter (SQLite, PostgreSQL), as a pool thread uses it: the store, and writes in batches. */
+export interface StoreAdapter extends Store {
+  /**
+   * Applies many changes as if each were a {@link Store.write}, in the order given for any one
+   * tenant, and settles each on its own: one that fails does not fail the others, unless the
+   * failure is the commit they share (then none of them is in, and each reports that failure).
+   */
+  writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
+}
+
+/** One write of a {@link StoreAdapter.writeMany} batch. */
 export interface PendingWrite {
   readonly tenant: TenantId;
   readonly change: Change;

@@ -1,8 +1,7 @@
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import { AppError } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import { toWire } from '../errors/index.ts';
-import type { PendingWrite, Store, TenantId, WriteSettled } from './port.ts';
+import type { Store, TenantId } from './port.ts';
 import { withRetry, type RetryPolicy } from './retry.ts';
 
 /**
@@ -77,17 +76,6 @@ export class ResilientStore implements Store {
   }
   write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
     return this.#call(() => this.#inner.write(tenant, change));
-  }
-  /** Each write guarded and retried on its own (the inner store may still batch them). */
-  writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    return Promise.all(
-      writes.map((w) =>
-        this.write(w.tenant, w.change).then(
-          (value): WriteSettled => ({ ok: true, value }),
-          (err: unknown): WriteSettled => ({ ok: false, error: toWire(err) }),
-        ),
-      ),
-    );
   }
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     return this.#call(() => this.#inner.changes(tenant, since, limit));

@@ -15,7 +15,7 @@ import type { Change, ChangeRecord, WriteOutcome } from '../../src/authz/changes
 import { AppError } from '../../src/errors/index.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
-import type { Store } from '../../src/store/port.ts';
+import type { StoreAdapter } from '../../src/store/port.ts';
 import { isTransient } from '../../src/store/transient.ts';
 import { postgresSkipReason } from '../helpers/postgres.ts';
 import { freePort, ROOT } from '../helpers/server.ts';
@@ -59,7 +59,7 @@ const DESCRIPTIONS = ['', 'Ünïcødé — ✓', '😀'.repeat(1024), 'x'.repeat
 /** Outcomes of SCRIPT per backend, compared with each other at the end. */
 const outcomes = new Map<string, WriteOutcome[]>();
 
-async function runScript(store: Store, t: string): Promise<WriteOutcome[]> {
+async function runScript(store: StoreAdapter, t: string): Promise<WriteOutcome[]> {
   const seen: WriteOutcome[] = [];
   for (const [change, expect] of SCRIPT) {
     const outcome = await store.write(t, change);
@@ -84,9 +84,9 @@ function conformance(backend: StoreBackend): void {
   describe(`store conformance: ${backend.name}`, async () => {
     const skip = await backend.skip();
     let settings: StoreSettings;
-    let store: Store;
-    const opened: Store[] = [];
-    const open = (s: StoreSettings = settings): Store => {
+    let store: StoreAdapter;
+    const opened: StoreAdapter[] = [];
+    const open = (s: StoreSettings = settings): StoreAdapter => {
       const st = openStore(s);
       opened.push(st);
       return st;
@@ -364,7 +364,7 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
   const skip = await postgresSkipReason();
   const backend = postgresBackend();
   after(() => backend.cleanup());
-  const fresh = async (statementTimeoutMs = 10_000): Promise<{ settings: StoreSettings; store: Store; admin: pg.Client }> => {
+  const fresh = async (statementTimeoutMs = 10_000): Promise<{ settings: StoreSettings; store: StoreAdapter; admin: pg.Client }> => {
     const settings = await backend.fresh();
     const url = settings.postgresql?.url ?? '';
     const tuned = { ...settings, postgresql: { url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs } };

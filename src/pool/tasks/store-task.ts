@@ -2,13 +2,13 @@
 import { workerData } from 'piscina';
 import { toWire } from '../../errors/index.ts';
 import { openStore, type StoreSettings } from '../../store/index.ts';
-import type { Store } from '../../store/port.ts';
+import type { StoreAdapter } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
 import type { Task, TaskReply, TaskValue } from '../protocol.ts';
 
-let store: Store | undefined;
+let store: StoreAdapter | undefined;
 
-async function run(s: Store, task: Task): Promise<TaskValue[Task['kind']]> {
+async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]> {
   switch (task.kind) {
     case 'load':
       return s.load(task.tenant);

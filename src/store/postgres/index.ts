@@ -4,7 +4,7 @@ import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { AppError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
-import type { PendingWrite, Store, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
+import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
@@ -23,7 +23,7 @@ const run = async (db: Db, st: Statement, values: unknown[]): Promise<QueryResul
  * one committed: revisions are unique and gapless. Migrations run on first use, under an
  * advisory lock. Failures are thrown as catalogued errors (see `../transient.ts`).
  */
-export class PostgresStore implements Store {
+export class PostgresStore implements StoreAdapter {
   readonly #pool: pg.Pool;
   #ready: Promise<void> | undefined;
 

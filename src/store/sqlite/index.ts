@@ -5,7 +5,7 @@ import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import { toWire } from '../../errors/index.ts';
-import type { PendingWrite, Store, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
+import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
 import { storeFailure } from '../transient.ts';
 
@@ -16,7 +16,7 @@ type Row = Record<string, unknown>;
  * write survives a crash of the process and of the machine. better-sqlite3 is synchronous; the
  * `*Sync` methods are what a pool thread calls, the async {@link Store} methods wrap them.
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements StoreAdapter {
   readonly #db: Database.Database;
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #write: (tenant: TenantId, change: Change) => WriteOutcome;

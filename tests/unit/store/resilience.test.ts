@@ -85,7 +85,6 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
     revision: () => hit(0),
     revisions: () => hit([]),
     write: () => hit(committed),
-    writeMany: (ws) => hit(ws.map(() => ({ ok: true as const, value: committed }))),
     changes: () => hit([]),
     cursorSecret: () => hit(Buffer.alloc(32)),
     ping: () => hit(undefined),
