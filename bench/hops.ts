@@ -11,6 +11,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { sleep } from './procs.ts';
+import { table } from './stats.ts';
 
 const N = 2_000;
 const PACE_MS = 2.5;
@@ -71,10 +72,7 @@ async function main(): Promise<void> {
   } finally {
     child.kill();
   }
-  const header: [string, string, string] = ['hop', 'back to back', `paced ${PACE_MS} ms`];
-  const widths = [0, 1, 2].map((c) => Math.max(...[header, ...rows].map((r) => r[c]?.length ?? 0)));
-  const line = (r: string[]): string => r.map((x, c) => (c === 0 ? x.padEnd(widths[0] ?? 0) : x.padStart(widths[c] ?? 0))).join('  ');
-  console.log(`CPU per hop, ${N} iterations each\n${line(header)}\n${'-'.repeat(line(header).length)}\n${rows.map(line).join('\n')}`);
+  console.log(`CPU per hop, ${N} iterations each\n${table([['hop', 'back to back', `paced ${PACE_MS} ms`], ...rows])}`);
 }
 
 if (process.argv[2] === 'echo') {

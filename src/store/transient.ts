@@ -40,6 +40,12 @@ const PG_CONFLICT = new Set(['40001', '40P01']); // serialization_failure, deadl
 const PG_CONNECTION_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|Client was closed|connection timeout/i;
 
+/** SQLITE_BUSY or SQLITE_LOCKED (and their extended codes): another connection holds the lock. */
+export function isSqliteBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}
+
 /** How transient a raw driver error is (pg, better-sqlite3, Node sockets), or `undefined`. */
 export function transience(err: unknown): Transience | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
@@ -49,8 +55,8 @@ export function transience(err: unknown): Transience | undefined {
     if (code === 'ERR_STORE_CONFLICT') return 'conflict';
     if (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return 'unavailable';
     if (PG_CONFLICT.has(code)) return 'conflict';
-    // SQLITE_BUSY and its extended codes: another connection held the lock past busy_timeout.
-    if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'unavailable';
+    // Another connection held the lock longer than the SQLite store waits for it.
+    if (isSqliteBusy(err)) return 'unavailable';
     if (code.startsWith('ERR_')) return undefined; // a catalogued code decides for itself
   }
   const message = (err as { message?: unknown }).message;

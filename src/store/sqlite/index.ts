@@ -7,7 +7,7 @@ import { MIGRATIONS } from '../migrations.ts';
 import { toWire } from '../../errors/index.ts';
 import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
-import { storeFailure } from '../transient.ts';
+import { isSqliteBusy, storeFailure } from '../transient.ts';
 
 type Row = Record<string, unknown>;
 
@@ -206,7 +206,7 @@ const pauseCell = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * Runs `fn`, again after a short pause each time it finds the database locked by another
- * connection (SQLITE_BUSY), for at most {@link BUSY_TIMEOUT_MS}; then the last error is thrown
+ * connection (SQLITE_BUSY, SQLITE_LOCKED), for at most {@link BUSY_TIMEOUT_MS}; then the last error is thrown
  * (a 503, see store/transient.ts). The pause blocks the calling thread: only pool threads and
  * start-up call this, never an event loop that serves requests.
  */
@@ -216,15 +216,10 @@ function whenFree<T>(fn: () => T): T {
     try {
       return fn();
     } catch (err) {
-      if (!isBusy(err) || performance.now() + pause > deadline) throw err;
+      if (!isSqliteBusy(err) || performance.now() + pause > deadline) throw err;
       Atomics.wait(pauseCell, 0, 0, pause);
     }
   }
-}
-
-function isBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
 /** Rebuilds a change from its changelog row. */
