@@ -10,6 +10,7 @@ const files = [
   'tests/e2e/config.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',
+  'tests/unit/worker/cohorts.test.ts',
   'tests/integration/store-conformance.test.ts',
   'tests/e2e/routes.test.ts',
   'tests/e2e/bad-input.test.ts',

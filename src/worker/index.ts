@@ -10,6 +10,7 @@ import { CircuitBreaker } from '../store/breaker.ts';
 import type { Store } from '../store/port.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/resilient.ts';
+import { WriteCohorts } from './cohorts.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -45,6 +46,8 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024);
     const replay = (tenant: string) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
+    // A client's writes that arrive while its previous ones are committed and fanned out go next, together.
+    const cohorts = new WriteCohorts();
     bus.subscribe(async (msg) => {
       if (msg.v !== 1) return cache.drop(msg.tenant);
       // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
@@ -55,15 +58,20 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     });
     const backend: Backend = {
       async write(tenant, change) {
-        const outcome = await store.write(tenant, change);
-        if (outcome.ok) {
-          // Both must be done before the response goes out; neither needs the other first.
-          await Promise.all([
-            cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)),
-            bus.publish({ v: 1, tenant, revision: outcome.revision, change: outcome.change }),
-          ]);
+        await cohorts.enter(tenant);
+        try {
+          const outcome = await store.write(tenant, change);
+          if (outcome.ok) {
+            // Both must be done before the response goes out; neither needs the other first.
+            await Promise.all([
+              cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)),
+              bus.publish({ v: 1, tenant, revision: outcome.revision, change: outcome.change }),
+            ]);
+          }
+          return outcome;
+        } finally {
+          cohorts.leave(tenant);
         }
-        return outcome;
       },
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
