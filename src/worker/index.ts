@@ -46,8 +46,10 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024);
     const replay = (tenant: string) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
-    // A client's writes that arrive while its previous ones are committed and fanned out go next, together.
-    const cohorts = new WriteCohorts();
+    // A client's writes that arrive while its previous ones are committed and fanned out go next,
+    // together; while checks keep the event loop busy, at most one such cohort per COHORT_SPACING_MS.
+    const load = loopLoad();
+    const cohorts = new WriteCohorts({ busy: () => load.utilisation > BUSY_UTILISATION, spacingMs: COHORT_SPACING_MS });
     bus.subscribe(async (msg) => {
       if (msg.v !== 1) return cache.drop(msg.tenant);
       // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
@@ -89,6 +91,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       revalidate: revalidator.now,
       async stop(graceMs) {
         revalidator.stop();
+        load.stop();
         await server.close(graceMs);
         await bus.close();
         await store.close();
@@ -98,6 +101,30 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     await store.close();
     throw err;
   }
+}
+
+/** Event-loop utilisation above which the worker counts as busy for {@link WriteCohorts}. */
+const BUSY_UTILISATION = 0.5;
+/** While busy, a client's write cohorts start at most this often (milliseconds). */
+const COHORT_SPACING_MS = 10;
+const LOAD_PERIOD_MS = 100;
+
+/** The share of the last {@link LOAD_PERIOD_MS} the event loop spent working, updated in the background. */
+function loopLoad(): { readonly utilisation: number; stop(): void } {
+  let last = performance.eventLoopUtilization();
+  let utilisation = 0;
+  const timer = setInterval(() => {
+    const now = performance.eventLoopUtilization();
+    utilisation = performance.eventLoopUtilization(now, last).utilization;
+    last = now;
+  }, LOAD_PERIOD_MS);
+  timer.unref();
+  return {
+    get utilisation() {
+      return utilisation;
+    },
+    stop: () => clearInterval(timer),
+  };
 }
 
 /** How long a change from another worker may take to apply before its graph is dropped instead. */

@@ -66,3 +66,42 @@ test('another client does not wait for a busy one', async () => {
   c.leave('a');
   assert.equal(c.pending('a'), 0);
 });
+
+test('while busy, a client\'s cohorts start at most every spacingMs; when not, at once', async () => {
+  let busy = true;
+  const spacingMs = 40;
+  const c = new WriteCohorts({ busy: () => busy, spacingMs });
+  const t0 = performance.now();
+  assert.equal(c.enter('a'), undefined, 'the first write of an idle client starts at once, busy or not');
+  await nextTurn();
+  const w2 = c.enter('a');
+  assert.notEqual(w2, undefined);
+  c.leave('a');
+  await w2;
+  const waited = performance.now() - t0;
+  assert.ok(waited >= spacingMs - 1, `the next cohort waited for the spacing (${waited.toFixed(1)} ms)`);
+  await nextTurn();
+  c.leave('a');
+  // Idle again, but within the spacing of the last start: a new write waits for it too.
+  const t1 = performance.now();
+  const w3 = c.enter('a');
+  assert.notEqual(w3, undefined, 'within the spacing, even an idle client waits');
+  await w3;
+  assert.ok(performance.now() - t1 >= 1);
+  await nextTurn();
+  c.leave('a');
+  // Not busy: a waiting cohort starts as soon as the running one leaves.
+  busy = false;
+  await new Promise((r) => setTimeout(r, spacingMs + 5));
+  assert.equal(c.pending('a'), 0);
+  assert.equal(c.enter('a'), undefined);
+  await nextTurn();
+  const w4 = c.enter('a');
+  const t2 = performance.now();
+  c.leave('a');
+  await w4;
+  assert.ok(performance.now() - t2 < spacingMs / 2, 'no spacing when not busy');
+  await nextTurn();
+  c.leave('a');
+  assert.equal(c.pending('a'), 0);
+});
