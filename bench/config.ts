@@ -9,6 +9,8 @@ export interface BenchConfig {
   warmupS: number;
   /** Measured runs per target and tool; the order alternates (ABBA) and the median is reported. */
   rounds: number;
+  /** bench:cluster's mixed phase: pairs of runs (checks alone, then with writes, or the reverse). */
+  mixedPairs: number;
   connections: number;
   /** PRNG seed of the data set. */
   seed: number;
@@ -70,6 +72,7 @@ export function loadConfig(): BenchConfig {
     durationS: int('BENCH_DURATION', 10, 1, 600),
     warmupS: int('BENCH_WARMUP', 3, 0, 60),
     rounds: int('BENCH_ROUNDS', 2, 1, 20),
+    mixedPairs: int('BENCH_MIXED_PAIRS', 6, 1, 50),
     connections: int('BENCH_CONNECTIONS', 100, 1, 10_000),
     seed: int('BENCH_SEED', 42, 0, 2 ** 31 - 1),
     users: int('BENCH_USERS', 10_000, 1, 1_000_000),
