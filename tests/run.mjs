@@ -11,6 +11,7 @@ const files = [
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/worker/cohorts.test.ts',
+  'tests/unit/worker/load.test.ts',
   'tests/integration/store-conformance.test.ts',
   'tests/e2e/routes.test.ts',
   'tests/e2e/bad-input.test.ts',

@@ -11,6 +11,7 @@ import type { Store } from '../store/port.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/resilient.ts';
 import { WriteCohorts } from './cohorts.ts';
+import { loadGauge } from './load.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -48,8 +49,10 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
     // A client's writes that arrive while its previous ones are committed and fanned out go next,
     // together; while checks keep the event loop busy, at most one such cohort per COHORT_SPACING_MS.
-    const load = loopLoad();
-    const cohorts = new WriteCohorts({ busy: () => load.utilisation > BUSY_UTILISATION, spacingMs: COHORT_SPACING_MS });
+    let writes = 0;
+    // Graph lookups stand for reads: one per check, one or two per request of most other routes.
+    const load = loadGauge({ reads: () => cache.hits + cache.misses, writes: () => writes }, LOAD_PERIOD_MS);
+    const cohorts = new WriteCohorts({ busy: () => load.checksBusy, spacingMs: COHORT_SPACING_MS });
     bus.subscribe(async (msg) => {
       if (msg.v !== 1) return cache.drop(msg.tenant);
       // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
@@ -60,6 +63,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     });
     const backend: Backend = {
       async write(tenant, change) {
+        writes++;
         await cohorts.enter(tenant);
         try {
           const outcome = await store.write(tenant, change);
@@ -103,29 +107,10 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
   }
 }
 
-/** Event-loop utilisation above which the worker counts as busy for {@link WriteCohorts}. */
-const BUSY_UTILISATION = 0.5;
-/** While busy, a client's write cohorts start at most this often (milliseconds). */
-const COHORT_SPACING_MS = 10;
+/** While checks keep the worker busy, a client's write cohorts start at most this often (milliseconds). */
+const COHORT_SPACING_MS = 30;
+/** How often the worker's load is judged. */
 const LOAD_PERIOD_MS = 100;
-
-/** The share of the last {@link LOAD_PERIOD_MS} the event loop spent working, updated in the background. */
-function loopLoad(): { readonly utilisation: number; stop(): void } {
-  let last = performance.eventLoopUtilization();
-  let utilisation = 0;
-  const timer = setInterval(() => {
-    const now = performance.eventLoopUtilization();
-    utilisation = performance.eventLoopUtilization(now, last).utilization;
-    last = now;
-  }, LOAD_PERIOD_MS);
-  timer.unref();
-  return {
-    get utilisation() {
-      return utilisation;
-    },
-    stop: () => clearInterval(timer),
-  };
-}
 
 /** How long a change from another worker may take to apply before its graph is dropped instead. */
 const APPLY_BUDGET_MS = 500;
