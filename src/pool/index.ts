@@ -37,10 +37,12 @@ export class PooledStore implements Store {
     this.#pool = new Piscina({
       filename: new URL('./tasks/store-task.ts', import.meta.url).href,
       workerData: plan.settings,
-      minThreads: 1,
+      // Every thread starts with the pool and stays: one started on demand under load takes up to
+      // a second to load its code and open the store here, and the task that asked for it, and the
+      // writes waiting on that task, would wait as long.
+      minThreads: plan.threads,
       maxThreads: plan.threads,
       concurrentTasksPerWorker: plan.concurrency,
-      idleTimeout: 60_000,
     });
     this.#maxBatches = settings.type === 'sqlite' ? 1 : plan.threads * plan.concurrency;
   }
