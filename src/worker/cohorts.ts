@@ -27,8 +27,8 @@ const NEVER_BUSY: CohortOptions = { busy: () => false, spacingMs: 0 };
  * message, one acknowledgement for all of them. A write with nothing in flight before it starts at
  * once, so a lone writer waits for nothing.
  *
- * While the worker is busy, a client's cohorts also start at most every `spacingMs`: a few
- * milliseconds more per write buy fewer hand-offs, whose CPU the checks beside them need.
+ * While the worker is busy, a client's cohorts also start at most every `spacingMs`: up to that
+ * much more per write buys fewer hand-offs, whose CPU the checks beside them need.
  */
 export class WriteCohorts {
   readonly #clients = new Map<string, Cohort>();

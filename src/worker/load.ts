@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
 
 /** Event-loop utilisation above which a worker counts as busy. */
-export const BUSY_UTILISATION = 0.5;
+const BUSY_UTILISATION = 0.5;
 /** Reads per write from which a busy worker's load counts as checks. */
-export const READS_PER_WRITE = 10;
+const READS_PER_WRITE = 10;
 
 /** What a worker did over one sampling period. */
 export interface LoadSample {
