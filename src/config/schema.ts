@@ -34,6 +34,7 @@ export const configSchema = {
     AUTH_DB_BREAKER_THRESHOLD: { type: 'integer', minimum: 1, maximum: 1000, default: 5 },
     AUTH_DB_BREAKER_COOLDOWN_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
     AUTH_REVALIDATE_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 2000 },
+    AUTH_HTTP_ENGINE: { type: 'string', enum: ['auto', 'uws', 'node'], default: 'auto' },
   },
 } as const;
 
@@ -74,4 +75,6 @@ export interface Config {
   readonly AUTH_DB_BREAKER_COOLDOWN_MS: number;
   /** With Redis: how often cached clients' revisions are compared with the database. */
   readonly AUTH_REVALIDATE_MS: number;
+  /** `uws` (uWebSockets.js, native only), `node` (node:http) or `auto`: uws where it loads, else node. */
+  readonly AUTH_HTTP_ENGINE: 'auto' | 'uws' | 'node';
 }

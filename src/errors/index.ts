@@ -45,9 +45,12 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   401: 'Unauthorized',
   404: 'Not found',
   405: 'Method not allowed',
+  408: 'Request timeout',
   409: 'Conflict',
   413: 'Payload too large',
+  414: 'URI too long',
   415: 'Unsupported media type',
+  431: 'Request header fields too large',
   500: 'Internal server error',
   503: 'Service unavailable',
 };

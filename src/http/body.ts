@@ -1,4 +1,4 @@
-import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import type { EngineRequest as HttpRequest, EngineResponse as HttpResponse } from './engine/port.ts';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { NAME_RULE } from '../authz/names.ts';
 import { AppError } from '../errors/index.ts';
@@ -68,7 +68,7 @@ function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyR
 }
 
 /**
- * Starts reading the request body; must be called inside the uWS handler, before it returns.
+ * Starts reading the request body; must be called inside the handler, before it returns.
  * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
  * soon as it passes the limit (and the connection closed, since the rest is never read).
  */

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import type { HttpResponse } from 'uWebSockets.js';
+import type { EngineResponse as HttpResponse } from './engine/port.ts';
 import { STATUS_TEXT, type AppError } from '../errors/index.ts';
 import { timestamp } from '../time/index.ts';
 
-/** What every reply needs to know about its request, read before the uWS request object dies. */
+/** What every reply needs to know about its request, read before the engine's request object dies. */
 export interface ReplyTarget {
   readonly res: HttpResponse;
   readonly requestId: string;

@@ -1,15 +1,16 @@
-import uWS, { type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket } from 'uWebSockets.js';
 import fastJson from 'fast-json-stringify';
 import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
 import type { TenantGraph } from '../authz/graph.ts';
 import { decodeName } from '../authz/names.ts';
 import { pageAfter } from '../authz/page.ts';
 import type { TenantCache } from '../cache/index.ts';
+import { BUILD } from '../config/build.ts';
 import type { Config } from '../config/index.ts';
 import { AppError, fromWire } from '../errors/index.ts';
 import type { Logger } from '../log/index.ts';
 import { timestamp } from '../time/index.ts';
 import { readBody, type BodyResult } from './body.ts';
+import type { Engine, EngineRequest as HttpRequest, EngineResponse as HttpResponse, Method } from './engine/port.ts';
 import { Credentials } from './credentials.ts';
 import { Cursors } from './cursor.ts';
 import { buildOpenApi } from './openapi.ts';
@@ -41,6 +42,8 @@ export interface HttpDeps {
   readonly cache: TenantCache;
   readonly backend: Backend;
   readonly cursorSecret: Buffer;
+  /** The HTTP engine, chosen once at start-up (AUTH_HTTP_ENGINE). */
+  readonly engine: Engine;
 }
 
 export interface HttpServer {
@@ -60,10 +63,9 @@ const DRAIN_QUIET_MS = 100;
 const MAX_LIMIT = 10_000;
 /** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
 const MAX_CHANGES = 10_000;
-const TO_UWS = (path: string): string => path.replace(/\{(\w+)\}/g, ':$1');
 
-/** Builds the uWS app with every route of the contract and starts listening. */
-export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
+/** Builds the app with every route of the contract on the chosen engine and starts listening. */
+export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, log, cache, backend } = deps;
   const cors = corsPolicy(config.AUTH_ALLOW_CORS, config.AUTH_CORS_ORIGINS);
   const credentials = new Credentials();
@@ -230,14 +232,10 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   // ---- registration -------------------------------------------------------------------------
 
-  const app: TemplatedApp = uWS.App();
+  const app = deps.engine.createApp();
   const allowed = new Map<string, Set<string>>();
-  const on = (method: 'GET' | 'POST' | 'DELETE' | 'HEAD', path: string, handler: (res: HttpResponse, req: HttpRequest) => void): void => {
-    const pattern = TO_UWS(path);
-    if (method === 'GET') app.get(pattern, handler);
-    else if (method === 'POST') app.post(pattern, handler);
-    else if (method === 'DELETE') app.del(pattern, handler);
-    else app.head(pattern, handler);
+  const on = (method: Method, pattern: string, handler: (res: HttpResponse, req: HttpRequest) => void): void => {
+    app.on(method, pattern, handler);
     allowed.set(pattern, (allowed.get(pattern) ?? new Set()).add(method));
   };
 
@@ -258,11 +256,15 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   on('GET', '/ping', (res, req) => plain(200, `{"message":"pong","status":"ok","timestamp":"${timestamp()}"}`)(res, req));
   on('HEAD', '/ping', (res, req) => {
     const t = target(res, req);
-    res.writeStatus('200 OK').writeHeader('Content-Type', 'application/json').writeHeader('X-Request-Id', t.requestId);
+    res.writeStatus('200 OK');
+    res.writeHeader('Content-Type', 'application/json');
+    res.writeHeader('X-Request-Id', t.requestId);
     res.endWithoutBody();
   });
   on('GET', '/health', plain(200, '{"status":"ok"}'));
   on('GET', '/openapi.json', plain(200, openapi));
+  const version = JSON.stringify({ name: BUILD.name, version: BUILD.version, node: process.version, engine: deps.engine.name });
+  on('GET', '/version', plain(200, version));
   on('GET', '/ready', (res, req) => {
     const t: Pending = { ...target(res, req), tenant: '', aborted: false };
     res.onAborted(() => (t.aborted = true));
@@ -287,48 +289,40 @@ export function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   for (const [pattern, methods] of allowed) {
     const allow = [...methods, 'OPTIONS'].join(', ');
-    app.any(pattern, (res, req) => {
+    app.otherMethods(pattern, (res, req) => {
       if (req.getMethod() === 'options') return preflight(res, req, allow);
       const e = new AppError('ERR_HTTP_METHOD_NOT_ALLOWED', `${req.getMethod().toUpperCase()} is not allowed on ${req.getUrl()}; allowed: ${allow}`);
       send(target(res, req), cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
     });
   }
-  app.any('/*', (res, req) => {
+  app.fallback((res, req) => {
     if (req.getMethod() === 'options') return preflight(res, req, 'GET, POST, DELETE, OPTIONS');
     sendError(target(res, req), new AppError('ERR_HTTP_NOT_FOUND', `no route ${req.getMethod().toUpperCase()} ${req.getUrl()}`), undefined);
   });
 
-  return new Promise((resolve, reject) => {
-    app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT, (socket: us_listen_socket | false) => {
-      if (socket === false) {
-        reject(new Error(`cannot listen on ${config.AUTH_SERVER_HOST}:${config.AUTH_SERVER_PORT} (address in use or not available)`));
-        return;
-      }
-      const port = uWS.us_socket_local_port(socket);
-      resolve({
-        port,
-        close: (graceMs) =>
-          new Promise<void>((done) => {
-            uWS.us_listen_socket_close(socket);
-            closeConnectionsAfterReply();
-            const deadline = Date.now() + graceMs;
-            let seen = -1;
-            // Requests already sent on open connections are still read and answered: connections
-            // close once nothing is in flight and no request arrived for a quiet period.
-            const check = (): void => {
-              if ((inFlight === 0 && served === seen) || Date.now() >= deadline) {
-                (app as TemplatedApp & { close(): void }).close(); // present in uWS v20.30, missing from its typings
-                done();
-                return;
-              }
-              seen = served;
-              setTimeout(check, DRAIN_QUIET_MS);
-            };
-            check();
-          }),
-      });
-    });
-  });
+  const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);
+  return {
+    port: listener.port,
+    close: (graceMs) =>
+      new Promise<void>((done) => {
+        listener.stopAccepting();
+        closeConnectionsAfterReply();
+        const deadline = Date.now() + graceMs;
+        let seen = -1;
+        // Requests already sent on open connections are still read and answered: connections
+        // close once nothing is in flight and no request arrived for a quiet period.
+        const check = (): void => {
+          if ((inFlight === 0 && served === seen) || Date.now() >= deadline) {
+            listener.closeConnections();
+            done();
+            return;
+          }
+          seen = served;
+          setTimeout(check, DRAIN_QUIET_MS);
+        };
+        check();
+      }),
+  };
 }
 
 interface Query {

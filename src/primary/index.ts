@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import type { Config } from '../config/index.ts';
+import { chooseEngine, EngineUnavailable, type Engine } from '../http/engine/index.ts';
 import { isToPrimary } from '../invalidation/messages.ts';
 import { redisBridge, type RedisBridge } from '../invalidation/redis.ts';
 import type { Logger } from '../log/index.ts';
@@ -22,6 +23,16 @@ const STABLE_MS = 10_000;
  * gracefully. It holds no socket and no graph. Resolves with the process exit code.
  */
 export function runPrimary(config: Config, log: Logger): Promise<number> {
+  let engine: Engine;
+  try {
+    engine = chooseEngine(config.AUTH_HTTP_ENGINE);
+  } catch (err) {
+    if (!(err instanceof EngineUnavailable)) throw err;
+    process.stderr.write(`rbac-gateway: configuration error: ${err.message}\n`);
+    return Promise.resolve(2);
+  }
+  log.info('http engine', { engine: engine.name, reason: engine.reason });
+  engine.prepareCluster();
   const hub = new ChangeHub(ACK_TIMEOUT_MS, log);
   const redis = config.AUTH_REDIS_URL === undefined ? undefined : startRedis(config.AUTH_REDIS_URL, hub, log);
   const startedAt = new Map<number, number>();
@@ -33,7 +44,8 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
   const done = new Promise<number>((resolve) => (finish = resolve));
 
   const fork = (): Worker => {
-    const w = cluster.fork();
+    // Workers run the engine decided here, so `auto` is decided (and logged) once.
+    const w = cluster.fork({ AUTH_HTTP_ENGINE: engine.name });
     startedAt.set(w.id, Date.now());
     // A message sent to a worker that just died fails with EPIPE, emitted as 'error' on the
     // worker: unheard, it would take the primary (and so every worker) down. Its 'exit' follows.
@@ -48,7 +60,7 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
         case 'ready':
           if (phase === 'starting' && ++readyCount === config.AUTH_WORKERS) {
             phase = 'running';
-            log.info('listening', { host: config.AUTH_SERVER_HOST, port: m.port, workers: config.AUTH_WORKERS, database: config.AUTH_DATABASE_TYPE });
+            log.info('listening', { host: config.AUTH_SERVER_HOST, port: m.port, workers: config.AUTH_WORKERS, database: config.AUTH_DATABASE_TYPE, engine: engine.name });
           }
           break;
         case 'fatal':

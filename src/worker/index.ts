@@ -1,5 +1,6 @@
 import { TenantCache, type Replay } from '../cache/index.ts';
 import type { Config } from '../config/index.ts';
+import { chooseEngine } from '../http/engine/index.ts';
 import { startHttpServer, type Backend } from '../http/server.ts';
 import { ipcBus } from '../invalidation/ipc.ts';
 import { isToWorker } from '../invalidation/messages.ts';
@@ -89,7 +90,9 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
         return missing;
       },
     };
-    const server = await startHttpServer({ config, log, cache, backend, cursorSecret: await store.cursorSecret() });
+    // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
+    const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
+    const server = await startHttpServer({ config, log, cache, backend, engine, cursorSecret: await store.cursorSecret() });
     return {
       port: server.port,
       revalidate: revalidator.now,

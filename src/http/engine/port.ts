@@ -1,0 +1,78 @@
+/**
+ * The HTTP engine port: what `src/http/` needs from a web server, and nothing more.
+ *
+ * The request and response have the shape of uWebSockets.js's own objects, so the fast engine
+ * hands its native objects straight to the handlers (no wrapper allocated on the hot path); the
+ * node:http adapter implements the same shape. Handlers never learn which engine runs them.
+ */
+
+/** One request. Valid only during the handler's synchronous part (as uWS requires). */
+export interface EngineRequest {
+  /** The first value of a header by its lower-case name; '' when absent. */
+  getHeader(lowerCaseName: string): string;
+  /** The raw (still percent-encoded) path parameter at `index` of the route's pattern. */
+  getParameter(index: number): string | undefined;
+  /** Without a key: the raw query string after `?` (undefined without `?`). With a key: its first value, decoded. */
+  getQuery(key?: string): string | undefined;
+  /** The method in lower case. */
+  getMethod(): string;
+  /** The raw path, without the query. */
+  getUrl(): string;
+}
+
+/** One response; every method returns something engine-specific that handlers ignore. */
+export interface EngineResponse {
+  /** `200 OK`: code and reason phrase. Must come first. */
+  writeStatus(status: string): unknown;
+  writeHeader(name: string, value: string): unknown;
+  /** Sends the body and completes the response; `closeConnection` adds `Connection: close`. */
+  end(body: string, closeConnection?: boolean): unknown;
+  /** Completes a response to HEAD. */
+  endWithoutBody(): unknown;
+  /** Runs `write` with the socket corked: required by uWS outside the handler's synchronous part. */
+  cork(write: () => void): unknown;
+  /** Called once if the client goes away before the response is complete. */
+  onAborted(handler: () => void): unknown;
+  /** Streams the request body; `isLast` marks the final chunk (empty for an empty body). */
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): unknown;
+}
+
+export type Handler = (res: EngineResponse, req: EngineRequest) => void;
+
+export type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
+
+/** The listening socket of a started app. */
+export interface Listener {
+  readonly port: number;
+  /** Stops accepting connections; open ones keep being served. */
+  stopAccepting(): void;
+  /** Closes every open connection. */
+  closeConnections(): void;
+}
+
+/** A web server under construction: register every route, then listen once. */
+export interface EngineApp {
+  /**
+   * A handler for one method on a pattern in OpenAPI form (`/api/role/{role}`). A parameter
+   * matches one non-empty path segment; a static segment wins over a parameter.
+   */
+  on(method: Method, pattern: string, handler: Handler): void;
+  /** Every other method on a pattern registered with {@link on} (405, CORS preflights). */
+  otherMethods(pattern: string, handler: Handler): void;
+  /** Every request no pattern matches (404). */
+  fallback(handler: Handler): void;
+  /** Rejects with a message naming the address when it cannot listen. */
+  listen(host: string, port: number): Promise<Listener>;
+}
+
+export type EngineName = 'uws' | 'node';
+
+/** An engine that can run here, chosen once at start-up. */
+export interface Engine {
+  readonly name: EngineName;
+  /** Why this engine: one sentence for the start-up log line. */
+  readonly reason: string;
+  /** Run once in the primary before it forks the workers. */
+  prepareCluster(): void;
+  createApp(): EngineApp;
+}
