@@ -188,8 +188,25 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
     // Changes published while the subscription was down are lost: catch up at once.
     if (was === 'down' && redis.state === 'up') void revalidate?.();
   });
+  // Listening for the word to stop before starting: a stop asked for during start-up (SIGTERM
+  // right after launch) is carried out once started, instead of going unheard.
+  let worker: RunningWorker | undefined;
+  let stopAsked: string | undefined;
+  const stop = (reason: string): void => {
+    if (stopAsked !== undefined) return;
+    stopAsked = reason;
+    if (worker !== undefined) stopStarted(worker, reason, log);
+  };
+  process.on('message', (m: unknown) => {
+    if (isToWorker(m) && m.t === 'shutdown') stop('shutdown');
+  });
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('disconnect', () => {
+    log.warn('primary is gone; exiting');
+    process.exit(1);
+  });
   await bus.join();
-  let worker: RunningWorker;
   try {
     const started = await startWorker(config, log, bus, redis);
     revalidate = started.revalidate;
@@ -201,28 +218,19 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
     setTimeout(() => process.exit(1), 100);
     return;
   }
-  let stopping = false;
-  const stop = (reason: string): void => {
-    if (stopping) return;
-    stopping = true;
-    log.info('worker stopping', { reason });
-    worker.stop(GRACE_MS).then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error('worker stop failed', { error: String(err) });
-        process.exit(1);
-      },
-    );
-  };
-  process.on('message', (m: unknown) => {
-    if (isToWorker(m) && m.t === 'shutdown') stop('shutdown');
-  });
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('disconnect', () => {
-    log.warn('primary is gone; exiting');
-    process.exit(1);
-  });
+  if (stopAsked !== undefined) return stopStarted(worker, stopAsked, log);
   process.send?.({ t: 'ready', port: worker.port });
   log.debug('worker ready', { port: worker.port });
+}
+
+/** Graceful stop of a started worker, then exit (0, or 1 when the stop failed). */
+function stopStarted(worker: RunningWorker, reason: string, log: Logger): void {
+  log.info('worker stopping', { reason });
+  worker.stop(GRACE_MS).then(
+    () => process.exit(0),
+    (err: unknown) => {
+      log.error('worker stop failed', { error: String(err) });
+      process.exit(1);
+    },
+  );
 }
