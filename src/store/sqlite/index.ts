@@ -12,6 +12,20 @@ import { isSqliteBusy, storeFailure } from '../transient.ts';
 type Row = Record<string, unknown>;
 
 /**
+ * Every statement this process prepares, kept until it exits. better-sqlite3 12 aborts the whole
+ * process on Node.js 24.19 and later when a statement object is garbage-collected (its destructor
+ * trips an assertion in Node's ObjectWrap), so no statement may ever become garbage: each is
+ * prepared once and retained here, and pragmas run through `exec`, which makes none.
+ */
+const RETAINED: Database.Statement[] = [];
+
+function lasting(db: Database.Database, sql: string): Database.Statement {
+  const statement = db.prepare(sql);
+  RETAINED.push(statement);
+  return statement;
+}
+
+/**
  * The embedded store: one SQLite file in WAL mode, `synchronous=FULL` so that an acknowledged
  * write survives a crash of the process and of the machine. better-sqlite3 is synchronous; the
  * `*Sync` methods are what a pool thread calls, the async {@link Store} methods wrap them.
@@ -26,11 +40,11 @@ export class SqliteStore implements StoreAdapter {
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.#db = new Database(path);
-    whenFree(() => this.#db.pragma('journal_mode = WAL'));
-    this.#db.pragma('synchronous = FULL');
+    whenFree(() => this.#db.exec('PRAGMA journal_mode = WAL'));
+    this.#db.exec('PRAGMA synchronous = FULL');
     // No busy handler of SQLite's own: its sleeps grow to 100 ms, far longer than another
     // connection holds the write lock here. {@link whenFree} retries in steps of a fraction of that.
-    this.#db.pragma('busy_timeout = 0');
+    this.#db.exec('PRAGMA busy_timeout = 0');
     whenFree(() => migrate(this.#db));
     this.#stmt = prepare(this.#db);
     const writeTx = this.#db.transaction((tenant: TenantId, change: Change) => this.#applyWrite(tenant, change));
@@ -82,7 +96,7 @@ export class SqliteStore implements StoreAdapter {
   }
 
   cursorSecretSync(): Buffer {
-    const row = whenFree(() => this.#db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`).get()) as Row | undefined;
+    const row = whenFree(() => this.#stmt.cursorSecret.get()) as Row | undefined;
     if (row === undefined) throw new Error('cursor secret missing from meta');
     return Buffer.from(String(row.value), 'hex');
   }
@@ -111,7 +125,7 @@ export class SqliteStore implements StoreAdapter {
     return this.cursorSecretSync();
   }
   async ping(): Promise<void> {
-    whenFree(() => this.#db.prepare('SELECT 1').get());
+    whenFree(() => this.#stmt.ping.get());
   }
   async close(): Promise<void> {
     if (this.#db.open) this.#db.close();
@@ -228,7 +242,9 @@ function changeOf(r: Row): Change {
 }
 
 function prepare(db: Database.Database) {
-  return {
+  const statements = {
+    ping: db.prepare('SELECT 1'),
+    cursorSecret: db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`),
     client: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
     revisions: db.prepare('SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
     insertClient: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
@@ -253,6 +269,8 @@ function prepare(db: Database.Database) {
       'INSERT INTO changelog (client_id, revision, op, role, permission, user, description, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
   };
+  RETAINED.push(...Object.values(statements));
+  return statements;
 }
 
 /** Applies pending migrations under SQLite's write lock, so concurrent starters apply each once. */
@@ -260,11 +278,12 @@ function migrate(db: Database.Database): void {
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
-    const applied = new Set((db.prepare('SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number));
+    const applied = new Set((lasting(db, 'SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number));
+    const record = lasting(db, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
       for (const sql of m.sqlite) db.exec(sql);
-      db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, timestamp());
+      record.run(m.version, m.name, timestamp());
     }
   }).immediate();
 }
