@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'bench/results/'] },
+  { ignores: ['node_modules/', 'data/', 'dist/', 'bench/results/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,10 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
+import { usableCpus } from './cpus.ts';
+import { shownValue } from './redact.ts';
 import { configSchema, type Config, type ConfigKey } from './schema.ts';
 
 export type { Config } from './schema.ts';
+export { redactedConfig } from './redact.ts';
 
 /** A setting that cannot be used; `message` is the one line printed before exit code 2. */
 export class ConfigError extends Error {
@@ -46,13 +48,18 @@ function parseValue(raw: unknown, p: PropSchema): unknown {
 
 /**
  * Settings that ask for a capability this version does not have: refusing to start beats
- * running without what was asked for (no plaintext where encryption was wanted).
+ * running without what was asked for (no plaintext where encryption was wanted, no silence
+ * where metrics or an audit trail were expected). `explicit` are the settings given.
  */
-function unavailable(cfg: Config): void {
+function unavailable(cfg: Config, explicit: ReadonlySet<string>): void {
   const refuse = (setting: string): never => {
     throw new ConfigError(`${setting} is not available in this version of rbac-gateway`);
   };
-  if (cfg.AUTH_ENABLE_ENCRYPTION) refuse('AUTH_ENABLE_ENCRYPTION=true');
+  if (cfg.AUTH_ENABLE_ENCRYPTION) refuse('AUTH_ENABLE_ENCRYPTION=true (field encryption)');
+  if (cfg.AUTH_JWT_SECRET_KEY !== undefined) refuse('AUTH_JWT_SECRET_KEY (signed tokens)');
+  if (cfg.AUTH_AUDIT_CHECKS) refuse('AUTH_AUDIT_CHECKS=true (the audit log)');
+  if (cfg.AUTH_WEBHOOK_ALLOWED_HOSTS !== undefined) refuse('AUTH_WEBHOOK_ALLOWED_HOSTS (workflow webhooks)');
+  if (explicit.has('AUTH_METRICS_PORT') && cfg.AUTH_METRICS_PORT !== 0) refuse(`AUTH_METRICS_PORT=${cfg.AUTH_METRICS_PORT} (Prometheus metrics; 0 turns them off)`);
 }
 
 /**
@@ -63,6 +70,8 @@ function unavailable(cfg: Config): void {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const props = configSchema.properties as unknown as Record<ConfigKey, PropSchema>;
   const merged: Record<string, unknown> = {};
+  /** Keys set by the file or the environment (not defaults). */
+  const given = new Set<string>();
   const file = join(cwd, 'config', `${env.NODE_ENV ?? 'production'}.json`);
   if (existsSync(file)) {
     let fromFile: unknown;
@@ -77,11 +86,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     for (const [k, v] of Object.entries(fromFile)) {
       if (!(k in props)) throw new ConfigError(`${file}: unknown setting ${k}`);
       merged[k] = v;
+      given.add(k);
     }
   }
   for (const key of Object.keys(props) as ConfigKey[]) {
     const raw = env[key];
-    if (raw !== undefined && raw !== '') merged[key] = raw;
+    if (raw === undefined || raw === '') continue;
+    merged[key] = raw;
+    given.add(key);
   }
   for (const [key, value] of Object.entries(merged)) {
     merged[key] = parseValue(value, props[key as ConfigKey]);
@@ -93,10 +105,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     const first = validate.errors?.[0];
     const key = (first?.instancePath ?? '').replace(/^\//, '') as ConfigKey;
     const p = props[key];
-    const shown = JSON.stringify(merged[key]);
+    const shown = JSON.stringify(shownValue(key, merged[key]));
     throw new ConfigError(`${key}=${shown} is invalid: allowed is ${p ? allowed(p) : first?.message}`);
   }
-  merged.AUTH_WORKERS ??= availableParallelism();
+  merged.AUTH_WORKERS ??= usableCpus();
 
   const cfg = merged as unknown as Config;
   if (cfg.AUTH_DATABASE_TYPE === 'postgresql' && cfg.AUTH_POSTGRESQL_URL === undefined) {
@@ -112,6 +124,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       }
     }
   }
-  unavailable(cfg);
+  unavailable(cfg, given);
   return Object.freeze(cfg);
 }

@@ -1,3 +1,4 @@
+import { extname } from 'node:path';
 import { Piscina } from 'piscina';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import { AppError, fromWire } from '../errors/index.ts';
@@ -35,7 +36,8 @@ export class PooledStore implements Store {
   constructor(settings: StoreSettings, threads: number) {
     const plan = planThreads(settings, threads);
     this.#pool = new Piscina({
-      filename: new URL('./tasks/store-task.ts', import.meta.url).href,
+      // The task file has this module's own extension: .ts under tsx, .js once compiled.
+      filename: new URL(`./tasks/store-task${extname(import.meta.url)}`, import.meta.url).href,
       workerData: plan.settings,
       // Every thread starts with the pool and stays: one started on demand under load takes up to
       // a second to load its code and open the store here, and the task that asked for it, and the
