@@ -6,8 +6,13 @@ import { connect } from 'node:net';
 
 const files = [
   'tests/unit/authz/graph.test.ts',
+  'tests/unit/config/cpus.test.ts',
+  'tests/unit/http/router.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/e2e/config.test.ts',
+  'tests/e2e/engine.test.ts',
+  'tests/e2e/start.test.ts',
+  'tests/e2e/deploy.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/worker/cohorts.test.ts',
@@ -29,9 +34,15 @@ const files = [
 // AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/e2e/routes.test.ts
 const onPostgres = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts'];
 
+// And again on the other HTTP engine: the default here (`auto`) is uWebSockets.js where its
+// native build loads; these suites then run on node:http, so that any difference between the
+// engines is a failing test. One file on one engine by hand:
+// AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/e2e/routes.test.ts
+const onOtherEngine = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/cluster.test.ts', 'tests/e2e/durability.test.ts', 'tests/e2e/start.test.ts'];
+
 const only = process.argv.slice(2);
 const selected = only.length > 0 ? only : files;
-const missing = [...selected, ...onPostgres].filter((f) => !existsSync(f));
+const missing = [...selected, ...onPostgres, ...onOtherEngine].filter((f) => !existsSync(f));
 if (missing.length > 0) {
   console.error(`missing test files: ${missing.join(', ')}`);
   process.exit(1);
@@ -63,6 +74,10 @@ function postgresUnreachable() {
 }
 
 let status = run(selected);
+if (only.length === 0 && process.env.AUTH_TEST_HTTP_ENGINE === undefined) {
+  console.log(`\n# the HTTP suites again, on node:http: ${onOtherEngine.join(' ')}\n`);
+  status = run(onOtherEngine, { AUTH_TEST_HTTP_ENGINE: 'node' }) || status;
+}
 if (only.length === 0) {
   const reason = await postgresUnreachable();
   if (reason === undefined) {

@@ -17,6 +17,8 @@ interface BadCase {
   names: string;
   /** Text the message must also contain (the offending value), when there is one. */
   value?: string;
+  /** A secret the message must never show. */
+  secret?: string;
 }
 
 const BAD: readonly BadCase[] = [
@@ -34,6 +36,14 @@ const BAD: readonly BadCase[] = [
   { env: { AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS: '0' }, names: 'AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS', value: '0' },
   { env: { AUTH_WORKERS: '0' }, names: 'AUTH_WORKERS', value: '0' },
   { env: { AUTH_ALLOW_CORS: 'maybe' }, names: 'AUTH_ALLOW_CORS', value: 'maybe' },
+  { env: { AUTH_HTTP_ENGINE: 'express' }, names: 'AUTH_HTTP_ENGINE', value: 'express' },
+  { env: { AUTH_JWT_SECRET_KEY: 'short-secret-xyz' }, names: 'AUTH_JWT_SECRET_KEY', secret: 'short-secret-xyz' },
+  { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: 'mysql://u:pw-in-url-123@h/db' }, names: 'AUTH_POSTGRESQL_URL', secret: 'pw-in-url-123' },
+  // Features this version does not have: refused rather than silently ignored.
+  { env: { AUTH_JWT_SECRET_KEY: 'a-long-enough-secret-of-32-bytes-or-more' }, names: 'AUTH_JWT_SECRET_KEY', secret: 'a-long-enough-secret' },
+  { env: { AUTH_AUDIT_CHECKS: 'true' }, names: 'AUTH_AUDIT_CHECKS' },
+  { env: { AUTH_WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com' }, names: 'AUTH_WEBHOOK_ALLOWED_HOSTS' },
+  { env: { AUTH_METRICS_PORT: '9464' }, names: 'AUTH_METRICS_PORT' },
 ];
 
 /** Output lines that are the service's own (Node's own warnings aside). */
@@ -88,6 +98,7 @@ test('each bad setting stops start-up with exit code 2 and one line naming the v
       assert.equal(code, 2, context);
       assert.ok(output.includes(bad.names), `${context}\n(should name ${bad.names})`);
       if (bad.value !== undefined) assert.ok(output.includes(bad.value), `${context}\n(should show the value ${bad.value})`);
+      if (bad.secret !== undefined) assert.ok(!output.includes(bad.secret), `${context}\n(shows a secret)`);
       assert.equal(lines.length, 1, `${context}\n(should be exactly one line)`);
       assert.ok(!/^\s*at .+:\d+:\d+\)?$/m.test(output), `${context}\n(no stack trace)`);
       // Nothing starts half-configured: no database file or folder was created.

@@ -60,6 +60,15 @@ export interface RunningServer {
   exited: Promise<number | null>;
 }
 
+/**
+ * The HTTP engine every server of this run gets: AUTH_TEST_HTTP_ENGINE (`uws`, `node`, `auto`),
+ * so that one suite runs against each engine; unset, the service's own default.
+ */
+export function engineEnv(): Record<string, string> {
+  const engine = process.env.AUTH_TEST_HTTP_ENGINE;
+  return engine === undefined || engine === '' ? {} : { AUTH_HTTP_ENGINE: engine };
+}
+
 /** Starts `src/main.ts` as a child process on a free port and waits until it listens. */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const port = await freePort();
@@ -82,6 +91,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     AUTH_WORKERS: '1',
     AUTH_METRICS_PORT: '0',
     AUTH_LOG_LEVEL: 'info',
+    ...engineEnv(),
     ...(database === undefined ? {} : { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: database.url }),
     ...options.env,
   };
@@ -140,7 +150,7 @@ export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Prom
   return new Promise((resolve) => {
     const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...engineEnv(), ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';

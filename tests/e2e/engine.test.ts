@@ -1,0 +1,76 @@
+/**
+ * The HTTP engine setting (CONTRACT.md §1 AUTH_HTTP_ENGINE): `auto` takes uWebSockets.js only when
+ * its native build loads, never its JavaScript fallback; `uws` that cannot load is a start-up
+ * error; the engine in use is logged once and shown by /version. The fallback is made real, not
+ * mocked: UWS_USE_FALLBACK=1 makes the bundled uWebSockets.js build load its JavaScript
+ * imitation, as it does by itself on a Node.js it has no binary for.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { freePort, runToExit, startServer, tempDir } from '../helpers/server.ts';
+
+interface Version {
+  name: string;
+  version: string;
+  node: string;
+  engine: string;
+}
+
+async function version(baseUrl: string): Promise<Version> {
+  const res = await fetch(`${baseUrl}/version`);
+  assert.equal(res.status, 200);
+  return (await res.json()) as Version;
+}
+
+/** The start-up line that says which engine runs and why. */
+function engineLine(output: string): { engine: string; reason: string } {
+  const lines = output.split('\n').filter((l) => l.includes('"msg":"http engine"'));
+  assert.equal(lines.length, 1, `one 'http engine' line expected:\n${output}`);
+  return JSON.parse(lines[0] as string) as { engine: string; reason: string };
+}
+
+test('auto: the start-up line and /version name the same engine; every worker runs it', async (t) => {
+  const server = await startServer({ env: { AUTH_HTTP_ENGINE: 'auto', AUTH_WORKERS: '2' } });
+  t.after(() => server.stop());
+  const line = engineLine(server.output());
+  assert.match(line.reason, /^AUTH_HTTP_ENGINE=auto and /);
+  for (let i = 0; i < 6; i++) {
+    const v = await version(server.baseUrl);
+    assert.equal(v.engine, line.engine);
+    assert.equal(v.node, process.version);
+    assert.equal(v.name, 'rbac-gateway');
+    assert.match(v.version, /^\d+\.\d+\.\d+/);
+  }
+});
+
+test('auto never runs the JavaScript fallback of uWebSockets.js: node:http serves instead', async (t) => {
+  const server = await startServer({ env: { AUTH_HTTP_ENGINE: 'auto', UWS_USE_FALLBACK: '1' } });
+  t.after(() => server.stop());
+  const line = engineLine(server.output());
+  assert.equal(line.engine, 'node');
+  assert.match(line.reason, /native/);
+  assert.equal((await version(server.baseUrl)).engine, 'node');
+  const client = server.client();
+  assert.equal((await client.createRole('admin')).status, 201);
+  assert.deepEqual((await client.listRoles()).data, [{ role: 'admin', description: '' }]);
+  assert.doesNotMatch(server.output(), /Falling back|fallback implementation/i, 'the fallback warning is not printed');
+});
+
+test('uws that cannot load natively stops start-up with exit code 2 and one line', async () => {
+  const tmp = tempDir('rbac-engine-');
+  try {
+    const { code, output } = await runToExit({
+      AUTH_HTTP_ENGINE: 'uws',
+      UWS_USE_FALLBACK: '1',
+      AUTH_SERVER_PORT: String(await freePort()),
+      AUTH_SQLITE_PATH: `${tmp.dir}/db/rbac.sqlite3`,
+      AUTH_WORKERS: '1',
+    });
+    assert.equal(code, 2, output);
+    const lines = output.trim().split('\n').filter((l) => l.startsWith('rbac-gateway:'));
+    assert.equal(lines.length, 1, output);
+    assert.match(lines[0] as string, /AUTH_HTTP_ENGINE=uws/);
+  } finally {
+    tmp.cleanup();
+  }
+});
