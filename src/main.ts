@@ -1,8 +1,6 @@
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig, redactedConfig, type Config } from './config/index.ts';
 import { createLogger } from './log/index.ts';
-import { runPrimary } from './primary/index.ts';
-import { runWorkerProcess } from './worker/index.ts';
 
 let config: Config;
 try {
@@ -19,10 +17,14 @@ if (cluster.isPrimary && process.argv.includes('--check-config')) {
   process.exit(0);
 }
 
+// Each process loads only its own side: the primary never needs the HTTP, cache and store code,
+// nor a worker the supervisor's (start-up time is module loading, mostly).
 if (cluster.isPrimary) {
   const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'primary' });
+  const { runPrimary } = await import('./primary/index.ts');
   process.exit(await runPrimary(config, log));
 } else {
   const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'worker', worker: cluster.worker?.id });
+  const { runWorkerProcess } = await import('./worker/index.ts');
   await runWorkerProcess(config, log);
 }

@@ -36,8 +36,9 @@ export class PooledStore implements Store {
   constructor(settings: StoreSettings, threads: number) {
     const plan = planThreads(settings, threads);
     this.#pool = new Piscina({
-      // The task file has this module's own extension: .ts under tsx, .js once compiled.
-      filename: new URL(`./tasks/store-task${extname(import.meta.url)}`, import.meta.url).href,
+      // One task file per adapter, so a thread loads only its driver; it has this module's own
+      // extension: .ts under tsx, .js once compiled.
+      filename: new URL(`./tasks/${settings.type === 'sqlite' ? 'sqlite' : 'postgres'}-task${extname(import.meta.url)}`, import.meta.url).href,
       workerData: plan.settings,
       // Every thread starts with the pool and stays: one started on demand under load takes up to
       // a second to load its code and open the store here, and the task that asked for it, and the

@@ -4,7 +4,7 @@ import net from 'node:net';
 import type { Config } from '../config/index.ts';
 import { chooseEngine, EngineUnavailable, type Engine } from '../http/engine/index.ts';
 import { isToPrimary } from '../invalidation/messages.ts';
-import { redisBridge, type RedisBridge } from '../invalidation/redis.ts';
+import type { RedisBridge } from '../invalidation/redis.ts';
 import type { Logger } from '../log/index.ts';
 import { ChangeHub } from './hub.ts';
 
@@ -22,19 +22,19 @@ const STABLE_MS = 10_000;
  * backoff), fans committed changes out between workers, and on SIGTERM/SIGINT stops them
  * gracefully. It holds no socket and no graph. Resolves with the process exit code.
  */
-export function runPrimary(config: Config, log: Logger): Promise<number> {
+export async function runPrimary(config: Config, log: Logger): Promise<number> {
   let engine: Engine;
   try {
     engine = chooseEngine(config.AUTH_HTTP_ENGINE);
   } catch (err) {
     if (!(err instanceof EngineUnavailable)) throw err;
     process.stderr.write(`rbac-gateway: configuration error: ${err.message}\n`);
-    return Promise.resolve(2);
+    return 2;
   }
   log.info('http engine', { engine: engine.name, reason: engine.reason });
   engine.prepareCluster();
   const hub = new ChangeHub(ACK_TIMEOUT_MS, log);
-  const redis = config.AUTH_REDIS_URL === undefined ? undefined : startRedis(config.AUTH_REDIS_URL, hub, log);
+  const redis = config.AUTH_REDIS_URL === undefined ? undefined : await startRedis(config.AUTH_REDIS_URL, hub, log);
   const startedAt = new Map<number, number>();
   let restarts = 0;
   let backoffMs = 0;
@@ -136,7 +136,8 @@ export function runPrimary(config: Config, log: Logger): Promise<number> {
 }
 
 /** Bridges this instance's change fan-out to the other instances through Redis. */
-function startRedis(url: string, hub: ChangeHub, log: Logger): RedisBridge {
+async function startRedis(url: string, hub: ChangeHub, log: Logger): Promise<RedisBridge> {
+  const { redisBridge } = await import('../invalidation/redis.ts'); // ioredis only when Redis is used
   return redisBridge({
     url,
     instance: randomUUID(),
