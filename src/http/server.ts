@@ -234,11 +234,6 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   const app = deps.engine.createApp();
   const allowed = new Map<string, Set<string>>();
-  const on = (method: Method, pattern: string, handler: (res: HttpResponse, req: HttpRequest) => void): void => {
-    app.on(method, pattern, handler);
-    allowed.set(pattern, (allowed.get(pattern) ?? new Set()).add(method));
-  };
-
   /** A bug in a synchronous handler answers 500 instead of taking the process down. */
   const guard = (handler: (res: HttpResponse, req: HttpRequest) => void) => (res: HttpResponse, req: HttpRequest): void => {
     served++;
@@ -249,7 +244,12 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     }
   };
 
-  for (const route of ROUTES) on(route.method, route.path, guard(apiHandler(route)));
+  const on = (method: Method, pattern: string, handler: (res: HttpResponse, req: HttpRequest) => void): void => {
+    app.on(method, pattern, guard(handler));
+    allowed.set(pattern, (allowed.get(pattern) ?? new Set()).add(method));
+  };
+
+  for (const route of ROUTES) on(route.method, route.path, apiHandler(route));
 
   const plain = (status: number, body: string) => (res: HttpResponse, req: HttpRequest): void =>
     send(target(res, req), cors, status, body, undefined);
@@ -289,16 +289,17 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   for (const [pattern, methods] of allowed) {
     const allow = [...methods, 'OPTIONS'].join(', ');
-    app.otherMethods(pattern, (res, req) => {
+    app.otherMethods(pattern, guard((res, req) => {
       if (req.getMethod() === 'options') return preflight(res, req, allow);
       const e = new AppError('ERR_HTTP_METHOD_NOT_ALLOWED', `${req.getMethod().toUpperCase()} is not allowed on ${req.getUrl()}; allowed: ${allow}`);
       send(target(res, req), cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
-    });
+    }));
   }
-  app.fallback((res, req) => {
+  app.fallback(guard((res, req) => {
     if (req.getMethod() === 'options') return preflight(res, req, 'GET, POST, DELETE, OPTIONS');
     sendError(target(res, req), new AppError('ERR_HTTP_NOT_FOUND', `no route ${req.getMethod().toUpperCase()} ${req.getUrl()}`), undefined);
-  });
+  }));
+
 
   const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);
   return {
