@@ -111,7 +111,7 @@ export class NodeResponse implements EngineResponse {
 
 const LOWER: Record<string, string> = { GET: 'get', POST: 'post', DELETE: 'delete', HEAD: 'head', OPTIONS: 'options' };
 
-function lowerMethod(method: string): string {
+export function lowerMethod(method: string): string {
   return LOWER[method] ?? method.toLowerCase();
 }
 

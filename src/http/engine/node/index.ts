@@ -4,7 +4,7 @@ import { Server as NetServer, type Socket } from 'node:net';
 import { STATUS_TEXT } from '../../../errors/index.ts';
 import { timestamp } from '../../../time/index.ts';
 import type { EngineApp, Listener } from '../port.ts';
-import { NodeRequest, NodeResponse, queryValue } from './exchange.ts';
+import { lowerMethod, NodeRequest, NodeResponse, queryValue } from './exchange.ts';
 import { RawRequest, RawResponse, readRawHead } from './raw-request.ts';
 import { Router } from './router.ts';
 
@@ -36,8 +36,7 @@ export function nodeApp(): EngineApp {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     if (url.length > MAX_URL_BYTES) return refuse(res, 414, `the URL must be at most ${MAX_URL_BYTES} bytes`);
-    const method = new NodeRequest(req, path, undefined, []).getMethod();
-    const match = router.find(method, path);
+    const match = router.find(lowerMethod(req.method ?? 'GET'), path);
     if (match === undefined) return refuse(res, 404, `no route ${req.method ?? ''} ${path}`);
     match.handler(new NodeResponse(res, req), new NodeRequest(req, path, q < 0 ? undefined : url.slice(q + 1), match.params));
   });
