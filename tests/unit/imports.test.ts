@@ -1,66 +1,308 @@
-// The import rules of DESIGN.md, checked by reading the sources (no dependency needed).
+// The import rules of DESIGN.md ("Import rules"). Every module reference under src/ is read with
+// the TypeScript parser (a regular expression misses multi-line, dynamic and require() imports)
+// and checked against one allow-table, so that a new arrow between folders is a deliberate edit
+// of ALLOW below. Type-only imports count: an arrow is an arrow.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, posix, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
 
 const SRC = fileURLToPath(new URL('../../src', import.meta.url));
+const HERE = 'tests/unit/imports.test.ts';
+const OUTSIDE = '(outside src/)';
 
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
+/**
+ * Folder under src/ (its first path segment; '.' is src/main.ts) → the other folders it may
+ * import. Imports inside a folder are always allowed. Kept equal to what src/ does today: a row
+ * for every folder, and no arrow that nothing uses (both are tested).
+ */
+const ALLOW: Readonly<Record<string, readonly string[]>> = {
+  '.': ['config', 'log', 'primary', 'worker'],
+  authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
+  cache: ['authz'],
+  client: [],
+  config: [],
+  errors: [],
+  http: ['authz', 'cache', 'config', 'errors', 'log', 'time'], // never store: reads via cache
+  invalidation: ['authz', 'log'],
+  log: [],
+  pool: ['authz', 'errors', 'store'],
+  primary: ['config', 'http', 'invalidation', 'log'],
+  store: ['authz', 'config', 'errors', 'time'],
+  time: [],
+  worker: ['cache', 'config', 'http', 'invalidation', 'log', 'pool', 'store'],
+};
+
+/** Driver → the one place (a src/ path prefix) that may load it; DESIGN: ports never do. */
+const DRIVERS: Readonly<Record<string, string>> = {
+  'uWebSockets.js': 'http/engine/uws/',
+  'better-sqlite3': 'store/sqlite/',
+  pg: 'store/postgres/',
+  ioredis: 'invalidation/redis.ts',
+  piscina: 'pool/',
+  'prom-client': 'metrics/',
+  jose: 'crypto/',
+};
+
+/** Folders with no I/O: no Node.js built-in, with or without the node: prefix. */
+const NO_BUILTINS = ['authz'];
+
+/**
+ * Adapters (src/ path prefixes) and the only files outside them that may import them: each port
+ * has one factory, and a pool thread's task file loads the one adapter (so one driver) it runs.
+ */
+const RESTRICTED: ReadonlyArray<{ readonly target: string; readonly from: readonly string[] }> = [
+  { target: 'http/engine/node/', from: ['http/engine/index.ts'] },
+  { target: 'http/engine/uws/', from: ['http/engine/index.ts'] },
+  { target: 'store/sqlite/', from: ['store/index.ts', 'pool/tasks/sqlite-task.ts'] },
+  { target: 'store/postgres/', from: ['store/index.ts', 'pool/tasks/postgres-task.ts'] },
+];
+
+type Target =
+  | { readonly kind: 'src'; readonly path: string; readonly folder: string }
+  | { readonly kind: 'builtin' }
+  | { readonly kind: 'package'; readonly name: string }
+  | { readonly kind: 'computed' };
+
+/** One module reference: `file` is relative to src/, with forward slashes. */
+interface Arrow {
+  readonly file: string;
+  readonly line: number;
+  readonly kind: string;
+  readonly spec: string;
+  readonly target: Target;
+}
+
+function tsFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    return e.isDirectory() ? tsFiles(p) : /\.[cm]?tsx?$/.test(e.name) ? [p] : [];
   });
 }
 
-/** folder under src/ → the modules it imports (relative ones resolved to their src/ folder). */
-const imports = files(SRC).map((file) => {
-  const rel = relative(SRC, file);
-  const folder = rel.includes(sep) ? (rel.split(sep)[0] as string) : '.';
-  const specs = [...readFileSync(file, 'utf8').matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1] as string);
-  const targets = specs.map((s) => (s.startsWith('.') ? `src:${relative(SRC, join(file, '..', s)).split(sep)[0]}` : s));
-  return { rel, folder, targets };
+function folderOf(path: string): string {
+  if (path === '..' || path.startsWith('../')) return OUTSIDE;
+  return path.includes('/') ? (path.split('/')[0] as string) : '.';
+}
+
+function resolveTarget(file: string, spec: string | undefined): Target {
+  if (spec === undefined) return { kind: 'computed' };
+  if (spec.startsWith('.')) {
+    const path = posix.normalize(posix.join(posix.dirname(file), spec));
+    return { kind: 'src', path, folder: folderOf(path) };
+  }
+  if (isBuiltin(spec)) return { kind: 'builtin' };
+  const parts = spec.split('/');
+  return { kind: 'package', name: (spec.startsWith('@') ? parts.slice(0, 2) : parts.slice(0, 1)).join('/') };
+}
+
+function literal(node: ts.Node | undefined): string | undefined {
+  return node !== undefined && ts.isStringLiteralLike(node) ? node.text : undefined;
+}
+
+/** True for `createRequire(...)` and `module.createRequire(...)`. */
+function isCreateRequire(node: ts.Node): boolean {
+  if (!ts.isCallExpression(node)) return false;
+  const callee = node.expression;
+  const name = ts.isPropertyAccessExpression(callee) ? callee.name : callee;
+  return ts.isIdentifier(name) && name.text === 'createRequire';
+}
+
+/** Names bound to a require function: `require`, and `const r = createRequire(...)`. */
+function requireNames(sf: ts.SourceFile): Set<string> {
+  const names = new Set(['require']);
+  const visit = (node: ts.Node): void => {
+    if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer !== undefined && isCreateRequire(node.initializer)) {
+      names.add(node.name.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return names;
+}
+
+/** `import(x)`, `require(x)`, `createRequire(...)(x)`; the specifier is undefined when computed. */
+function callRef(call: ts.CallExpression, requires: Set<string>): { kind: string; spec: string | undefined } | undefined {
+  const callee = call.expression;
+  const isRequire = (ts.isIdentifier(callee) && requires.has(callee.text)) || isCreateRequire(callee);
+  const kind = callee.kind === ts.SyntaxKind.ImportKeyword ? 'dynamic import' : isRequire ? 'require' : undefined;
+  return kind === undefined ? undefined : { kind, spec: literal(call.arguments[0]) };
+}
+
+/** The module a node refers to, if it is an import, a re-export or a loading call. */
+function moduleRef(node: ts.Node, requires: Set<string>): { kind: string; spec: string | undefined } | undefined {
+  if (ts.isImportDeclaration(node)) {
+    const clause = node.importClause;
+    const kind = clause === undefined ? 'side-effect import' : clause.isTypeOnly ? 'import type' : 'import';
+    return { kind, spec: literal(node.moduleSpecifier) };
+  }
+  if (ts.isExportDeclaration(node) && node.moduleSpecifier !== undefined) return { kind: 're-export', spec: literal(node.moduleSpecifier) };
+  if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference)) {
+    return { kind: 'import =', spec: literal(node.moduleReference.expression) };
+  }
+  if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument)) return { kind: 'import() type', spec: literal(node.argument.literal) };
+  return ts.isCallExpression(node) ? callRef(node, requires) : undefined;
+}
+
+function arrowsOf(root: string, path: string): Arrow[] {
+  const file = relative(root, path).split(sep).join('/');
+  const sf = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const requires = requireNames(sf);
+  const found: Arrow[] = [];
+  const visit = (node: ts.Node): void => {
+    const ref = moduleRef(node, requires);
+    if (ref !== undefined) {
+      const line = sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1;
+      found.push({ file, line, kind: ref.kind, spec: ref.spec ?? '<computed>', target: resolveTarget(file, ref.spec) });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found;
+}
+
+/** Every module reference in the .ts files under `root` (a src/ tree). */
+function scan(root: string): Arrow[] {
+  return tsFiles(root).flatMap((path) => arrowsOf(root, path));
+}
+
+const where = (a: Arrow): string => `src/${a.file}:${a.line} (${a.kind} '${a.spec}')`;
+
+function checkTable(a: Arrow): string | undefined {
+  if (a.target.kind !== 'src') return undefined;
+  const from = folderOf(a.file);
+  const to = a.target.folder;
+  if (to === OUTSIDE) return `${where(a)} leaves src/: the build (rootDir src) cannot ship it`;
+  const row = ALLOW[from];
+  if (row === undefined) return `${where(a)}: folder '${from}' has no row; add ALLOW['${from}'] in ${HERE}`;
+  if (to === from || row.includes(to)) return undefined;
+  return (
+    `${where(a)} crosses ${from}/ → ${to}/, not in the allow-table: if deliberate, add '${to}' to ` +
+    `ALLOW['${from}'] in ${HERE} (and to DESIGN.md), else go through a folder ALLOW['${from}'] lists`
+  );
+}
+
+function checkDriver(a: Arrow): string | undefined {
+  if (a.target.kind !== 'package') return undefined;
+  const owner = DRIVERS[a.target.name];
+  if (owner === undefined || a.file.startsWith(owner)) return undefined;
+  return `${where(a)} loads a driver only src/${owner} may load (DRIVERS['${a.target.name}'] in ${HERE}); go through its port`;
+}
+
+function checkBuiltin(a: Arrow): string | undefined {
+  const folder = folderOf(a.file);
+  if (a.target.kind !== 'builtin' || !NO_BUILTINS.includes(folder)) return undefined;
+  return `${where(a)}: ${folder}/ is pure domain (DESIGN: no I/O, no node:*), see NO_BUILTINS in ${HERE}`;
+}
+
+function checkRestricted(a: Arrow): string | undefined {
+  const { target } = a;
+  if (target.kind !== 'src') return undefined;
+  const rule = RESTRICTED.find((r) => target.path.startsWith(r.target) && !a.file.startsWith(r.target));
+  if (rule === undefined || rule.from.includes(a.file)) return undefined;
+  const only = rule.from.join(', ');
+  return `${where(a)} picks adapter src/${rule.target}, which only ${only} may import (RESTRICTED in ${HERE}); use the port's factory`;
+}
+
+function checkComputed(a: Arrow): string | undefined {
+  return a.target.kind === 'computed' ? `${where(a)}: a computed specifier cannot be checked; use a string literal` : undefined;
+}
+
+const CHECKS = [checkTable, checkDriver, checkBuiltin, checkRestricted, checkComputed];
+
+function violations(arrows: readonly Arrow[]): string[] {
+  return arrows.flatMap((a) => CHECKS.map((check) => check(a)).filter((v): v is string => v !== undefined));
+}
+
+const real = scan(SRC);
+
+test('the parser sees the imports of src/, dynamic and require() ones included', () => {
+  assert.ok(real.length >= 150, `only ${real.length} module references found under src/`);
+  const seen = (file: string, kind: string, spec: string): boolean => real.some((a) => a.file === file && a.kind === kind && a.spec === spec);
+  assert.ok(seen('main.ts', 'dynamic import', './primary/index.ts'), 'the dynamic import of primary/ in src/main.ts');
+  assert.ok(seen('http/engine/uws/index.ts', 'require', 'uWebSockets.js'), 'createRequire(...)(uWebSockets.js)');
+  assert.ok(seen('config/index.ts', 're-export', './redact.ts'), 'a re-export');
+  assert.ok(seen('http/server.ts', 'import', './reply.ts'), 'a multi-line import');
 });
 
-const DRIVERS: Record<string, string> = {
-  'uWebSockets.js': 'http',
-  'better-sqlite3': 'store',
-  pg: 'store',
-  ioredis: 'invalidation',
-  piscina: 'pool',
-  'prom-client': 'metrics',
+test('every import under src/ follows the import rules', () => {
+  assert.deepEqual(violations(real), []);
+});
+
+test('the allow-table has one row per folder under src/, and no stale arrow', () => {
+  const folders = ['.', ...readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name)].sort();
+  assert.deepEqual(Object.keys(ALLOW).sort(), folders, `ALLOW in ${HERE} must have exactly one row per folder under src/`);
+  const used = new Set(real.flatMap((a) => (a.target.kind === 'src' ? [`${folderOf(a.file)} → ${a.target.folder}`] : [])));
+  const stale = Object.entries(ALLOW).flatMap(([from, row]) =>
+    row.filter((to) => !used.has(`${from} → ${to}`)).map((to) => `ALLOW['${from}'] lists '${to}'`),
+  );
+  assert.deepEqual(stale, [], 'nothing imports along these arrows any more: remove them from the table');
+});
+
+test('the allow-table itself keeps the rules DESIGN.md states', () => {
+  assert.deepEqual(ALLOW['authz'], ['errors'], 'authz imports only errors');
+  assert.ok(!ALLOW['http']?.includes('store'), 'http never imports store (reads through cache, writes through the worker)');
+  for (const [from, row] of Object.entries(ALLOW)) {
+    for (const to of row) assert.ok(to !== from && ALLOW[to] !== undefined, `ALLOW['${from}'] names '${to}', which is no other row`);
+  }
+});
+
+/** A synthetic src/ tree: path → source. Each line marked `// BAD` must be reported, once. */
+const SYNTHETIC: Readonly<Record<string, string>> = {
+  'authz/a.ts': "import type { Store } from '../store/port.ts'; // BAD\nexport type S = Store;\n",
+  'authz/b.ts': "import '../cache/index.ts'; // BAD\nimport { AppError } from '../errors/index.ts';\nexport { AppError };\n",
+  'authz/c.ts': "export * from '../http/server.ts'; // BAD\nexport { x } from './b.ts';\n",
+  'authz/d.ts': [
+    "export const p = await import('../pool/index.ts'); // BAD",
+    "import { readFileSync } from 'node:fs'; // BAD",
+    "import 'fs'; // BAD",
+    "export type T = typeof import('../worker/index.ts'); // BAD",
+    'export { readFileSync };',
+  ].join('\n'),
+  'http/x.ts': [
+    "import { createRequire } from 'node:module';",
+    "import type { Store } from '../store/port.ts'; // BAD",
+    "export const pg = createRequire(import.meta.url)('pg'); // BAD",
+    'const load = createRequire(import.meta.url);',
+    "export const pool = load('piscina'); // BAD",
+    "export const redis = require('ioredis'); // BAD",
+    'export type S = Store;',
+  ].join('\n'),
+  'http/engine/index.ts': "export { uwsApp } from './uws/index.ts';\n",
+  'http/engine/uws/index.ts': "import { createRequire } from 'node:module';\nexport const uws = createRequire(import.meta.url)('uWebSockets.js');\n",
+  'worker/index.ts': [
+    "import { uwsApp } from '../http/engine/uws/index.ts'; // BAD",
+    "import { SqliteStore } from '../store/sqlite/index.ts'; // BAD",
+    "import { chooseEngine } from '../http/engine/index.ts';",
+    'const name = process.env.X ?? "";',
+    'export const m = await import(name); // BAD',
+    'export { uwsApp, SqliteStore, chooseEngine };',
+  ].join('\n'),
+  'pool/tasks/sqlite-task.ts': "import '../../store/postgres/index.ts'; // BAD\nimport '../../store/sqlite/index.ts';\n",
+  'store/index.ts': "export * from './sqlite/index.ts';\nexport * from './postgres/index.ts';\n",
+  'cache/index.ts': "import type { G } from '../authz/graph.ts';\nexport type C = G;\n",
+  'main.ts': "import '../outside.ts'; // BAD\nimport './worker/index.ts';\n",
 };
 
-test('authz imports only errors (and itself)', () => {
-  for (const { rel, folder, targets } of imports) {
-    if (folder !== 'authz') continue;
-    for (const t of targets) assert.ok(t === 'src:authz' || t === 'src:errors', `${rel} imports ${t}`);
-  }
-});
+function expectedBad(): string[] {
+  return Object.entries(SYNTHETIC).flatMap(([file, text]) =>
+    text.split('\n').flatMap((line, i) => (line.includes('// BAD') ? [`src/${file}:${i + 1} `] : [])),
+  );
+}
 
-test('http never imports store', () => {
-  for (const { rel, folder, targets } of imports) {
-    if (folder === 'http') assert.ok(!targets.includes('src:store'), `${rel} imports the store`);
+test('self-test: the checker reports each forbidden arrow of a synthetic tree, and nothing else', (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'imports-test-'));
+  t.after(() => rmSync(root, { recursive: true, force: true }));
+  for (const [file, text] of Object.entries(SYNTHETIC)) {
+    mkdirSync(dirname(join(root, file)), { recursive: true });
+    writeFileSync(join(root, file), text);
   }
-});
-
-test('each driver is imported by exactly one folder', () => {
-  for (const { rel, folder, targets } of imports) {
-    for (const t of targets) {
-      const owner = DRIVERS[t];
-      if (owner !== undefined) assert.equal(folder, owner, `${rel} imports ${t}, which belongs to ${owner}/`);
-    }
-  }
-});
-
-test('only worker/ and primary/ choose adapters', () => {
-  for (const { rel, folder, targets } of imports) {
-    if (folder === 'worker' || folder === 'primary' || folder === 'store') continue;
-    for (const t of targets) assert.ok(!/store\/(sqlite|postgres)/.test(t), `${rel} imports adapter ${t}`);
-  }
-  const adapterUsers = files(SRC)
-    .filter((f) => /from '\.\.\/store\/(sqlite|postgres)/.test(readFileSync(f, 'utf8')))
-    .map((f) => relative(SRC, f).split(sep)[0]);
-  for (const user of adapterUsers) assert.ok(user === 'worker' || user === 'primary' || user === 'pool', `${user}/ picks a store adapter`);
+  const found = violations(scan(root));
+  const expected = expectedBad();
+  for (const at of expected) assert.equal(found.filter((v) => v.startsWith(at)).length, 1, `expected one report at ${at}, got:\n${found.join('\n')}`);
+  assert.equal(found.length, expected.length, `unexpected reports:\n${found.join('\n')}`);
 });
