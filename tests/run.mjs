@@ -6,6 +6,8 @@ import { connect } from 'node:net';
 
 const files = [
   'tests/unit/authz/graph.test.ts',
+  'tests/unit/authz/write-rules.test.ts',
+  'tests/unit/errors/catalogue.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',
   'tests/unit/cache/reorder.test.ts',

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 
 /** Role, permission and user names (CONTRACT.md §4): the pattern the JSON Schemas publish too. */
 export const NAME_PATTERN = '^[A-Za-z0-9_.:@+|-]{1,128}$';
@@ -17,11 +17,11 @@ export function decodeName(field: NameField, raw: string): string {
     try {
       name = decodeURIComponent(raw);
     } catch {
-      throw new AppError('ERR_VALIDATION_NAME', `${field} is not valid percent-encoding`);
+      throw appError('ERR_VALIDATION_NAME', `${field} is not valid percent-encoding`);
     }
   }
   if (!NAME_RE.test(name)) {
-    throw new AppError('ERR_VALIDATION_NAME', `${field} must be ${NAME_RULE}`);
+    throw appError('ERR_VALIDATION_NAME', `${field} must be ${NAME_RULE}`);
   }
   return name;
 }

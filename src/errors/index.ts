@@ -1,40 +1,114 @@
 /**
  * The one catalogue of error codes. A failure anywhere in the service is an {@link AppError} with a
- * code from this table; the table decides the HTTP status, the short message and whether a retry
- * may help. Errors cross threads and processes as `{code, message}` and are rebuilt with
- * {@link fromWire}, never recognised by `instanceof` across that boundary.
+ * code from this table; the table decides the HTTP status, the detailed text (the envelope's
+ * `error`) and whether a retry may help. Errors cross threads and processes as `{code, message}`
+ * and are rebuilt with {@link fromWire}, never recognised by `instanceof` across that boundary.
  */
 
 export interface ErrorSpec {
   readonly status: number;
+  /** Whether the same call, made again later, may succeed (the store retries these). */
   readonly retryable: boolean;
+  /** The detailed text from the code's parameters (see {@link appError}). */
+  readonly message: (...params: never[]) => string;
+}
+
+/** For codes whose text varies with the case (which body key, which rule): the caller words it. */
+const free = (detail: string): string => detail;
+
+interface RoleParams {
+  readonly role: string;
+}
+interface GrantParams {
+  readonly role: string;
+  readonly permission: string;
+}
+interface MembershipParams {
+  readonly user: string;
+  readonly role: string;
+}
+interface RouteParams {
+  readonly method: string;
+  readonly url: string;
 }
 
 export const ERRORS = {
-  ERR_HTTP_NOT_FOUND: { status: 404, retryable: false },
-  ERR_HTTP_METHOD_NOT_ALLOWED: { status: 405, retryable: false },
-  ERR_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false },
-  ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false },
-  ERR_AUTH_UNAUTHENTICATED: { status: 401, retryable: false },
-  ERR_VALIDATION_NAME: { status: 400, retryable: false },
-  ERR_VALIDATION_QUERY: { status: 400, retryable: false },
-  ERR_VALIDATION_HEADER: { status: 400, retryable: false },
-  ERR_VALIDATION_BODY: { status: 400, retryable: false },
-  ERR_VALIDATION_CURSOR: { status: 400, retryable: false },
-  ERR_AUTHZ_ROLE_NOT_FOUND: { status: 404, retryable: false },
-  ERR_AUTHZ_ROLE_EXISTS: { status: 409, retryable: false },
-  ERR_AUTHZ_GRANT_EXISTS: { status: 409, retryable: false },
-  ERR_AUTHZ_GRANT_NOT_FOUND: { status: 404, retryable: false },
-  ERR_AUTHZ_MEMBERSHIP_EXISTS: { status: 409, retryable: false },
-  ERR_AUTHZ_MEMBERSHIP_NOT_FOUND: { status: 404, retryable: false },
-  ERR_CONSISTENCY_REVISION_TIMEOUT: { status: 503, retryable: true },
-  ERR_STORE_UNAVAILABLE: { status: 503, retryable: true },
-  ERR_STORE_COMMIT_UNKNOWN: { status: 503, retryable: false },
-  ERR_STORE_CONFLICT: { status: 503, retryable: true },
-  ERR_INTERNAL: { status: 500, retryable: false },
+  ERR_HTTP_NOT_FOUND: { status: 404, retryable: false, message: (p: RouteParams) => `no route ${p.method} ${p.url}` },
+  ERR_HTTP_METHOD_NOT_ALLOWED: {
+    status: 405,
+    retryable: false,
+    message: (p: RouteParams & { readonly allow: string }) => `${p.method} is not allowed on ${p.url}; allowed: ${p.allow}`,
+  },
+  ERR_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, message: (p: { readonly maxBytes: number }) => `body must be at most ${p.maxBytes} bytes` },
+  ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, message: () => 'body must be sent with Content-Type application/json' },
+  ERR_AUTH_UNAUTHENTICATED: {
+    status: 401,
+    retryable: false,
+    message: () => 'a valid client key or token is required as Authorization: Bearer <credential>',
+  },
+  ERR_VALIDATION_NAME: { status: 400, retryable: false, message: free },
+  ERR_VALIDATION_QUERY: { status: 400, retryable: false, message: free },
+  ERR_VALIDATION_HEADER: { status: 400, retryable: false, message: free },
+  ERR_VALIDATION_BODY: { status: 400, retryable: false, message: free },
+  ERR_VALIDATION_CURSOR: { status: 400, retryable: false, message: () => 'cursor is not a valid cursor of this list' },
+  ERR_AUTHZ_ROLE_NOT_FOUND: { status: 404, retryable: false, message: (p: RoleParams) => `Role '${p.role}' does not exist` },
+  ERR_AUTHZ_ROLE_EXISTS: { status: 409, retryable: false, message: (p: RoleParams) => `Role '${p.role}' already exists` },
+  ERR_AUTHZ_GRANT_EXISTS: {
+    status: 409,
+    retryable: false,
+    message: (p: GrantParams) => `Permission '${p.permission}' is already granted to role '${p.role}'`,
+  },
+  ERR_AUTHZ_GRANT_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    message: (p: GrantParams) => `Permission '${p.permission}' is not granted to role '${p.role}'`,
+  },
+  ERR_AUTHZ_MEMBERSHIP_EXISTS: {
+    status: 409,
+    retryable: false,
+    message: (p: MembershipParams) => `User '${p.user}' is already a member of role '${p.role}'`,
+  },
+  ERR_AUTHZ_MEMBERSHIP_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    message: (p: MembershipParams) => `User '${p.user}' is not a member of role '${p.role}'`,
+  },
+  ERR_CONSISTENCY_REVISION_TIMEOUT: {
+    status: 503,
+    retryable: true,
+    message: (p: { readonly revision: number; readonly waitMs: number }) => `revision ${p.revision} was not reached within ${p.waitMs} ms`,
+  },
+  /** The database could not be reached, or gave up on the call, before anything committed. */
+  ERR_STORE_UNAVAILABLE: { status: 503, retryable: true, message: free },
+  /**
+   * Refused without asking the database (its circuit is open). A 503 like ERR_STORE_UNAVAILABLE,
+   * but not retried: the breaker has just decided that asking again now is pointless.
+   */
+  ERR_STORE_CIRCUIT_OPEN: {
+    status: 503,
+    retryable: false,
+    message: (p: { readonly retryAfterMs: number }) =>
+      `the database is unavailable (circuit open, next attempt in ${Math.ceil(p.retryAfterMs / 1000)} s)`,
+  },
+  /** Never retried: the connection broke while committing, so the write may be in. */
+  ERR_STORE_COMMIT_UNKNOWN: {
+    status: 503,
+    retryable: false,
+    message: (p: { readonly what: string }) =>
+      `the connection to the database was lost while committing (${p.what}); the change may or may not be in`,
+  },
+  ERR_STORE_CONFLICT: {
+    status: 503,
+    retryable: true,
+    message: (p: { readonly what: string; readonly reason: string }) => `the database aborted a concurrent transaction (${p.what}: ${p.reason})`,
+  },
+  ERR_INTERNAL: { status: 500, retryable: false, message: free },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERRORS;
+
+/** The parameters of a code's message template. */
+export type ErrorParams<C extends ErrorCode> = Parameters<(typeof ERRORS)[C]['message']>;
 
 /** Short text of each status, used as the envelope's `message`. */
 export const STATUS_TEXT: Readonly<Record<number, string>> = {
@@ -61,6 +135,7 @@ export class AppError extends Error {
   readonly status: number;
   readonly retryable: boolean;
 
+  /** `message` as given: prefer {@link appError}, which words it from the catalogue. */
   constructor(code: ErrorCode, message: string) {
     super(message);
     this.name = 'AppError';
@@ -71,10 +146,22 @@ export class AppError extends Error {
   }
 }
 
+/** The catalogued text of `code` for these parameters. */
+export function errorMessage<C extends ErrorCode>(code: C, ...params: ErrorParams<C>): string {
+  // One call site for every code: TypeScript cannot tie ERRORS[code] to ErrorParams<C> by itself.
+  const template = ERRORS[code].message as (...p: ErrorParams<C>) => string;
+  return template(...params);
+}
+
+/** An {@link AppError} worded by the catalogue: `appError('ERR_AUTHZ_ROLE_NOT_FOUND', { role })`. */
+export function appError<C extends ErrorCode>(code: C, ...params: ErrorParams<C>): AppError {
+  return new AppError(code, errorMessage(code, ...params));
+}
+
 /** The plain form an error takes across a thread or process boundary. */
 export interface WireError {
-  code: string;
-  message: string;
+  readonly code: ErrorCode;
+  readonly message: string;
 }
 
 export function toWire(err: unknown): WireError {
@@ -86,7 +173,10 @@ export function isErrorCode(code: string): code is ErrorCode {
   return Object.hasOwn(ERRORS, code);
 }
 
-/** Rebuilds an {@link AppError} from its wire form; unknown codes become ERR_INTERNAL. */
-export function fromWire(wire: WireError): AppError {
+/**
+ * Rebuilds an {@link AppError} from its wire form; unknown codes become ERR_INTERNAL. The code is
+ * checked, not trusted: the sender may be another build of the service.
+ */
+export function fromWire(wire: { readonly code: string; readonly message: string }): AppError {
   return new AppError(isErrorCode(wire.code) ? wire.code : 'ERR_INTERNAL', wire.message);
 }

@@ -1,7 +1,7 @@
 import type { EngineRequest as HttpRequest, EngineResponse as HttpResponse } from './engine/port.ts';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { NAME_RULE } from '../authz/names.ts';
-import { AppError } from '../errors/index.ts';
+import { appError, type AppError } from '../errors/index.ts';
 import { bodies, type BodySchemaName } from './schemas/index.ts';
 
 /** A read body: its validated JSON value (undefined when empty), or the error to answer with. */
@@ -48,21 +48,21 @@ function describe(e: ErrorObject): string {
 function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyResult {
   if (buf.length === 0) return { value: undefined };
   if (!isJsonContentType(contentType)) {
-    return { error: new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', 'body must be sent with Content-Type application/json'), close: false };
+    return { error: appError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE'), close: false };
   }
   let value: unknown;
   try {
     value = JSON.parse(buf.toString('utf8'));
   } catch {
-    return { error: new AppError('ERR_VALIDATION_BODY', 'body is not valid JSON'), close: false };
+    return { error: appError('ERR_VALIDATION_BODY', 'body is not valid JSON'), close: false };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { error: new AppError('ERR_VALIDATION_BODY', 'body must be a JSON object'), close: false };
+    return { error: appError('ERR_VALIDATION_BODY', 'body must be a JSON object'), close: false };
   }
   const validate = validators[schema];
   if (!validate(value)) {
     const first = validate.errors?.[0];
-    return { error: new AppError('ERR_VALIDATION_BODY', first ? describe(first) : 'body is invalid'), close: false };
+    return { error: appError('ERR_VALIDATION_BODY', first ? describe(first) : 'body is invalid'), close: false };
   }
   return { value };
 }
@@ -76,7 +76,7 @@ export function readBody(res: HttpResponse, req: HttpRequest, maxBytes: number, 
   const contentType = req.getHeader('content-type');
   const declared = req.getHeader('content-length');
   const tooLarge = (): BodyResult => ({
-    error: new AppError('ERR_HTTP_BODY_TOO_LARGE', `body must be at most ${maxBytes} bytes`),
+    error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }),
     close: true,
   });
   if (declared !== '' && Number(declared) > maxBytes) return Promise.resolve(tooLarge());

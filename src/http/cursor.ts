@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AppError } from '../errors/index.ts';
+import { appError } from '../errors/index.ts';
 
 /**
  * Opaque pagination cursors: the key the next page starts after, signed with a secret kept in the
@@ -20,7 +20,7 @@ export class Cursors {
   /** The key a cursor starts after; 400 when it was not issued for this tenant, route and params. */
   open(tenant: string, route: string, params: readonly string[], cursor: string): string {
     const dot = cursor.indexOf('.');
-    const invalid = new AppError('ERR_VALIDATION_CURSOR', 'cursor is not a valid cursor of this list');
+    const invalid = appError('ERR_VALIDATION_CURSOR');
     if (dot <= 0 || cursor.length > 1024) throw invalid;
     const after = Buffer.from(cursor.slice(0, dot), 'base64url').toString();
     const given = Buffer.from(cursor.slice(dot + 1), 'base64url');

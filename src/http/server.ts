@@ -6,7 +6,7 @@ import { pageAfter } from '../authz/page.ts';
 import type { TenantCache } from '../cache/index.ts';
 import { BUILD } from '../config/build.ts';
 import type { Config } from '../config/index.ts';
-import { AppError, fromWire } from '../errors/index.ts';
+import { AppError, appError, fromWire } from '../errors/index.ts';
 import type { Logger } from '../log/index.ts';
 import { timestamp } from '../time/index.ts';
 import { readBody, type BodyResult } from './body.ts';
@@ -89,7 +89,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
 
   const internal = (t: Pending, err: unknown): void => {
     log.error('request failed', { request_id: t.requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-    const e = new AppError('ERR_INTERNAL', `internal error (request ${t.requestId})`);
+    const e = appError('ERR_INTERNAL', `internal error (request ${t.requestId})`);
     corked(t, () => sendError(t, e, undefined));
   };
 
@@ -160,7 +160,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     if (query.minRevision > g.revision) {
       const reached = await cache.waitFor(t.tenant, query.minRevision, MIN_REVISION_WAIT_MS, () => refresh(t.tenant));
       if (!reached) {
-        const e = new AppError('ERR_CONSISTENCY_REVISION_TIMEOUT', `revision ${query.minRevision} was not reached within ${MIN_REVISION_WAIT_MS} ms`);
+        const e = appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: query.minRevision, waitMs: MIN_REVISION_WAIT_MS });
         return corked(t, () => sendError(t, e, (cache.get(t.tenant) ?? g).revision));
       }
     }
@@ -189,7 +189,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     const t = target(res, req);
     const tenant = credentials.tenantOf(req.getHeader('authorization'));
     if (tenant === undefined) {
-      sendError(t, new AppError('ERR_AUTH_UNAUTHENTICATED', 'a valid client key or token is required as Authorization: Bearer <credential>'), undefined);
+      sendError(t, appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
       return;
     }
     const p: string[] = [];
@@ -291,13 +291,13 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     const allow = [...methods, 'OPTIONS'].join(', ');
     app.otherMethods(pattern, guard((res, req) => {
       if (req.getMethod() === 'options') return preflight(res, req, allow);
-      const e = new AppError('ERR_HTTP_METHOD_NOT_ALLOWED', `${req.getMethod().toUpperCase()} is not allowed on ${req.getUrl()}; allowed: ${allow}`);
+      const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
       send(target(res, req), cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
     }));
   }
   app.fallback(guard((res, req) => {
     if (req.getMethod() === 'options') return preflight(res, req, 'GET, POST, DELETE, OPTIONS');
-    sendError(target(res, req), new AppError('ERR_HTTP_NOT_FOUND', `no route ${req.getMethod().toUpperCase()} ${req.getUrl()}`), undefined);
+    sendError(target(res, req), appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() }), undefined);
   }));
 
 
@@ -341,7 +341,7 @@ function parseQuery(req: HttpRequest, list: boolean, log: boolean): Query {
   let minRevision = 0;
   if (minHeader !== '') {
     if (!/^\d{1,15}$/.test(minHeader)) {
-      throw new AppError('ERR_VALIDATION_HEADER', 'X-Authz-Min-Revision must be a non-negative integer');
+      throw appError('ERR_VALIDATION_HEADER', 'X-Authz-Min-Revision must be a non-negative integer');
     }
     minRevision = Number(minHeader);
   }
@@ -351,12 +351,12 @@ function parseQuery(req: HttpRequest, list: boolean, log: boolean): Query {
   let limit: number | undefined;
   if (rawLimit !== undefined) {
     limit = /^\d{1,5}$/.test(rawLimit) ? Number(rawLimit) : 0;
-    if (limit < 1 || limit > MAX_LIMIT) throw new AppError('ERR_VALIDATION_QUERY', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+    if (limit < 1 || limit > MAX_LIMIT) throw appError('ERR_VALIDATION_QUERY', `limit must be an integer from 1 to ${MAX_LIMIT}`);
   }
   let since = 0;
   const rawSince = log ? (req.getQuery('since') as string | undefined) : undefined;
   if (rawSince !== undefined) {
-    if (!/^\d{1,15}$/.test(rawSince)) throw new AppError('ERR_VALIDATION_QUERY', 'since must be a non-negative integer');
+    if (!/^\d{1,15}$/.test(rawSince)) throw appError('ERR_VALIDATION_QUERY', 'since must be a non-negative integer');
     since = Number(rawSince);
   }
   return { limit, cursor, minRevision, since };

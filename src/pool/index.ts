@@ -1,7 +1,7 @@
 import { extname } from 'node:path';
 import { Piscina } from 'piscina';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
-import { AppError, fromWire } from '../errors/index.ts';
+import { appError, fromWire } from '../errors/index.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
 import type { PendingWrite, Store } from '../store/port.ts';
 import { storeFailure } from '../store/transient.ts';
@@ -118,7 +118,7 @@ export class PooledStore implements Store {
   }
   async close(): Promise<void> {
     // Requests are drained before the store closes; a write still queued here is not written.
-    for (const w of this.#queue.splice(0)) w.reject(new AppError('ERR_STORE_UNAVAILABLE', 'the store is closing'));
+    for (const w of this.#queue.splice(0)) w.reject(appError('ERR_STORE_UNAVAILABLE', 'the store is closing'));
     await this.#pool.destroy();
   }
 }

@@ -1,5 +1,5 @@
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
-import { AppError } from '../errors/index.ts';
+import { AppError, errorMessage } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import type { Store, TenantId } from './port.ts';
 import { withRetry, type RetryPolicy } from './retry.ts';
@@ -13,16 +13,18 @@ function databaseDown(err: unknown): boolean {
   return err instanceof AppError && (err.code === 'ERR_STORE_UNAVAILABLE' || err.code === 'ERR_STORE_COMMIT_UNKNOWN');
 }
 
-/** Failed before committing: the database was unreachable, or it aborted a conflicting transaction. */
+/**
+ * What the error catalogue calls retryable: failed before committing (the database was
+ * unreachable, or it aborted a conflicting transaction). An open circuit is not.
+ */
 function retryable(err: unknown): boolean {
-  if (!(err instanceof AppError) || err instanceof CircuitOpenError) return false;
-  return err.code === 'ERR_STORE_UNAVAILABLE' || err.code === 'ERR_STORE_CONFLICT';
+  return err instanceof AppError && err.retryable;
 }
 
-/** Refused without asking the database: its circuit is open. */
+/** Refused without asking the database: its circuit is open (ERR_STORE_CIRCUIT_OPEN, a 503). */
 export class CircuitOpenError extends AppError {
   constructor(retryAfterMs: number) {
-    super('ERR_STORE_UNAVAILABLE', `the database is unavailable (circuit open, next attempt in ${Math.ceil(retryAfterMs / 1000)} s)`);
+    super('ERR_STORE_CIRCUIT_OPEN', errorMessage('ERR_STORE_CIRCUIT_OPEN', { retryAfterMs }));
   }
 }
 

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/index.ts';
+import { AppError, appError, ERRORS, isErrorCode, type ErrorCode } from '../errors/index.ts';
 
 /**
  * Which failures a later attempt may cure, for every adapter in one table. `unavailable`: the
@@ -46,18 +46,20 @@ export function isSqliteBusy(err: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }
 
-/** How transient a raw driver error is (pg, better-sqlite3, Node sockets), or `undefined`. */
+/**
+ * How transient a raw driver error is (pg, better-sqlite3, Node sockets), or `undefined`. A
+ * catalogued code (an {@link AppError} or its wire form) is judged by the catalogue instead.
+ */
 export function transience(err: unknown): Transience | undefined {
   if (typeof err !== 'object' || err === null) return undefined;
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string') {
-    if (code === 'ERR_STORE_UNAVAILABLE') return 'unavailable';
-    if (code === 'ERR_STORE_CONFLICT') return 'conflict';
+    if (isErrorCode(code)) return cataloguedTransience(code);
     if (NETWORK_CODES.has(code) || PG_UNAVAILABLE.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return 'unavailable';
     if (PG_CONFLICT.has(code)) return 'conflict';
     // Another connection held the lock longer than the SQLite store waits for it.
     if (isSqliteBusy(err)) return 'unavailable';
-    if (code.startsWith('ERR_')) return undefined; // a catalogued code decides for itself
+    if (code.startsWith('ERR_')) return undefined; // Node's own ERR_* codes: not a database's
   }
   const message = (err as { message?: unknown }).message;
   if (typeof message === 'string' && PG_CONNECTION_MESSAGES.test(message)) return 'unavailable';
@@ -65,9 +67,18 @@ export function transience(err: unknown): Transience | undefined {
 }
 
 /**
- * Whether retrying the failed call may succeed: a catalogued ERR_STORE_UNAVAILABLE or
- * ERR_STORE_CONFLICT (as an {@link AppError} or in its `{code, message}` wire form), or a raw driver
- * error of the same kind. ERR_STORE_COMMIT_UNKNOWN is not: the write may have committed.
+ * A catalogued code is as transient as the catalogue's `retryable` says; of those, a conflict is
+ * the one that is not the database being away.
+ */
+function cataloguedTransience(code: ErrorCode): Transience | undefined {
+  if (!ERRORS[code].retryable) return undefined;
+  return code === 'ERR_STORE_CONFLICT' ? 'conflict' : 'unavailable';
+}
+
+/**
+ * Whether retrying the failed call may succeed: a code the catalogue calls retryable (as an
+ * {@link AppError} or in its `{code, message}` wire form), or a raw driver error of the same kind.
+ * ERR_STORE_COMMIT_UNKNOWN is not (the write may have committed), nor ERR_STORE_CIRCUIT_OPEN.
  */
 export function isTransient(err: unknown): boolean {
   return transience(err) !== undefined;
@@ -83,9 +94,9 @@ export function storeFailure(err: unknown, what: string): AppError {
   if (err instanceof AppError) return err;
   const kind = transience(err);
   const reason = describe(err);
-  if (kind === 'unavailable') return withCause(new AppError('ERR_STORE_UNAVAILABLE', `the database is unavailable (${what}: ${reason})`), err);
-  if (kind === 'conflict') return withCause(new AppError('ERR_STORE_CONFLICT', `the database aborted a concurrent transaction (${what}: ${reason})`), err);
-  return withCause(new AppError('ERR_INTERNAL', err instanceof Error ? err.message : String(err)), err);
+  if (kind === 'unavailable') return withCause(appError('ERR_STORE_UNAVAILABLE', `the database is unavailable (${what}: ${reason})`), err);
+  if (kind === 'conflict') return withCause(appError('ERR_STORE_CONFLICT', { what, reason }), err);
+  return withCause(appError('ERR_INTERNAL', err instanceof Error ? err.message : String(err)), err);
 }
 
 /** A short reason in words: no host, driver code or statement (it is shown to clients). */

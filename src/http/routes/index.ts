@@ -1,7 +1,8 @@
 import type { Change, ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import type { NameField } from '../../authz/names.ts';
-import { AppError } from '../../errors/index.ts';
+import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
+import { appError } from '../../errors/index.ts';
 import type { BodySchemaName, DataSchemaName } from '../schemas/index.ts';
 
 interface RouteBase {
@@ -50,11 +51,9 @@ export interface LogRoute extends RouteBase {
 
 export type Route = ReadRoute | ListRoute | WriteRoute | LogRoute;
 
-const missingRole = (role: string): AppError => new AppError('ERR_AUTHZ_ROLE_NOT_FOUND', `Role '${role}' does not exist`);
-
-/** `v ?? throw 404` for reads whose role must exist. */
+/** `v ?? throw 404` for reads whose role must exist: the refusal a write on that role would get. */
 function known<T>(v: T | undefined, role: string): T {
-  if (v === undefined) throw missingRole(role);
+  if (v === undefined) throw refusalError(roleNotFound(role));
   return v;
 }
 
@@ -182,7 +181,7 @@ export const ROUTES: readonly Route[] = [
     body: 'check', summary: 'Many has_permission checks answered at one revision',
     run: (g, _p, body) => {
       const checks = (body as { checks: Array<{ user: string; permission: string }> } | undefined)?.checks;
-      if (checks === undefined) throw new AppError('ERR_VALIDATION_BODY', "body must have the key 'checks'");
+      if (checks === undefined) throw appError('ERR_VALIDATION_BODY', "body must have the key 'checks'");
       let all = true;
       let any = false;
       const results = checks.map(({ user, permission }) => {

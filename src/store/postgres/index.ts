@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { PoolClient, QueryResult } from 'pg';
 import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
-import { AppError, toWire } from '../../errors/index.ts';
+import { appError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
@@ -9,6 +9,7 @@ import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
 import { changeFromRow } from '../changelog.ts';
+import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 
 type Row = Record<string, unknown>;
 type Db = Pick<PoolClient, 'query'>;
@@ -94,7 +95,7 @@ export class PostgresStore implements StoreAdapter {
       db.off('error', ignore);
       db.release(true); // unknown state: close the connection rather than reuse it
       if (committing && transience(err) === 'unavailable') {
-        throw new AppError('ERR_STORE_COMMIT_UNKNOWN', `the connection to the database was lost while committing (${what}); the change may or may not be in`);
+        throw appError('ERR_STORE_COMMIT_UNKNOWN', { what });
       }
       throw storeFailure(err, what);
     }
@@ -166,7 +167,7 @@ export class PostgresStore implements StoreAdapter {
 
   async cursorSecret(): Promise<Buffer> {
     const row = (await this.#query('cursorSecret', SQL.cursorSecret, []))[0];
-    if (row === undefined) throw new AppError('ERR_INTERNAL', 'cursor secret missing from meta');
+    if (row === undefined) throw appError('ERR_INTERNAL', 'cursor secret missing from meta');
     return Buffer.from(String(row.value), 'hex');
   }
 
@@ -191,19 +192,20 @@ async function lockClient(db: Db, tenant: TenantId, create: boolean): Promise<{ 
   return row === undefined ? undefined : { id: String(row.id), revision: Number(row.revision) };
 }
 
-/** Inside the transaction: locks the tenant, checks the change against its state, applies it. */
+/**
+ * Inside the transaction: locks the tenant, checks the change against its state (authz/write-rules
+ * decides), applies it. A refusal rolls the transaction back.
+ */
 async function applyWrite(db: Db, tenant: TenantId, change: Change): Promise<WriteOutcome> {
   const client = await lockClient(db, tenant, change.op === 'role.create');
-  const refuse = (code: string, message: string): WriteOutcome => ({ ok: false, error: { code, message }, revision: client?.revision ?? 0 });
+  const current = client?.revision ?? 0;
   const roleExists = client !== undefined && (await run(db, SQL.roleExists, [client.id, change.role])).rowCount === 1;
-  if (change.op === 'role.create') {
-    if (roleExists) return refuse('ERR_AUTHZ_ROLE_EXISTS', `Role '${change.role}' already exists`);
-  } else if (!roleExists) {
-    return refuse('ERR_AUTHZ_ROLE_NOT_FOUND', `Role '${change.role}' does not exist`);
-  }
+  const before = refusal(change, { roleExists });
+  if (before !== undefined) return refused(before, current);
   if (client === undefined) throw new Error('tenant row missing after lock'); // unreachable: created above
-  const applied = await applyChange(db, client.id, change);
-  if ('refused' in applied) return refuse(...applied.refused);
+  const { rowsChanged, ...removed } = await applyChange(db, client.id, change);
+  const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
+  if (after !== undefined) return refused(after, current);
   const committed = await run(db, SQL.commitChange, [
     client.id,
     change.op,
@@ -213,38 +215,36 @@ async function applyWrite(db: Db, tenant: TenantId, change: Change): Promise<Wri
     change.op === 'role.create' ? Buffer.from(change.description, 'utf8') : null,
     timestamp(),
   ]);
-  return { ok: true, revision: Number(committed.rows[0]?.revision), change, ...applied };
+  return { ok: true, revision: Number(committed.rows[0]?.revision), change, ...removed };
 }
 
-type Applied = { readonly refused: [code: string, message: string] } | { readonly permissionsRemoved?: number; readonly membershipsRemoved?: number };
+interface Applied {
+  /** Rows the grant's or membership's insert-if-absent or delete changed; 1 for role changes (checked before). */
+  readonly rowsChanged: number;
+  readonly permissionsRemoved?: number;
+  readonly membershipsRemoved?: number;
+}
 
-/** The change itself, on a tenant whose role check passed; a no-op insert or delete is a refusal. */
+/** The change itself, on a tenant whose role check passed. */
 async function applyChange(db: Db, id: string, change: Change): Promise<Applied> {
-  const none = (r: QueryResult): boolean => r.rowCount === 0;
+  // pg counts every INSERT and DELETE; a null count is taken as done, as it always was.
+  const rows = (r: QueryResult): Applied => ({ rowsChanged: r.rowCount ?? 1 });
   switch (change.op) {
     case 'role.create':
       await run(db, SQL.insertRole, [id, change.role, Buffer.from(change.description, 'utf8')]);
-      return {};
+      return { rowsChanged: 1 };
     case 'role.delete': {
       const counts = (await run(db, SQL.deleteRole, [id, change.role])).rows[0];
-      return { permissionsRemoved: Number(counts?.grants), membershipsRemoved: Number(counts?.members) };
+      return { rowsChanged: 1, permissionsRemoved: Number(counts?.grants), membershipsRemoved: Number(counts?.members) };
     }
     case 'permission.grant':
-      return none(await run(db, SQL.insertGrant, [id, change.role, change.permission]))
-        ? { refused: ['ERR_AUTHZ_GRANT_EXISTS', `Permission '${change.permission}' is already granted to role '${change.role}'`] }
-        : {};
+      return rows(await run(db, SQL.insertGrant, [id, change.role, change.permission]));
     case 'permission.revoke':
-      return none(await run(db, SQL.deleteGrant, [id, change.role, change.permission]))
-        ? { refused: ['ERR_AUTHZ_GRANT_NOT_FOUND', `Permission '${change.permission}' is not granted to role '${change.role}'`] }
-        : {};
+      return rows(await run(db, SQL.deleteGrant, [id, change.role, change.permission]));
     case 'membership.add':
-      return none(await run(db, SQL.insertMember, [id, change.role, change.user]))
-        ? { refused: ['ERR_AUTHZ_MEMBERSHIP_EXISTS', `User '${change.user}' is already a member of role '${change.role}'`] }
-        : {};
+      return rows(await run(db, SQL.insertMember, [id, change.role, change.user]));
     case 'membership.remove':
-      return none(await run(db, SQL.deleteMember, [id, change.role, change.user]))
-        ? { refused: ['ERR_AUTHZ_MEMBERSHIP_NOT_FOUND', `User '${change.user}' is not a member of role '${change.role}'`] }
-        : {};
+      return rows(await run(db, SQL.deleteMember, [id, change.role, change.user]));
   }
 }
 

@@ -7,6 +7,7 @@ import { MIGRATIONS } from '../migrations.ts';
 import { toWire } from '../../errors/index.ts';
 import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
+import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { isSqliteBusy, storeFailure } from '../transient.ts';
 
 type Row = Record<string, unknown>;
@@ -143,54 +144,23 @@ export class SqliteStore implements StoreAdapter {
     };
   }
 
-  /** Runs inside `BEGIN IMMEDIATE`: checks the change against the stored state, then commits it. */
+  /**
+   * Runs inside `BEGIN IMMEDIATE`: checks the change against the stored state (authz/write-rules
+   * decides), then commits it. A refused write changes nothing: its role check comes before any
+   * statement, and the grant or membership check is the no-op insert or delete itself.
+   */
   #applyWrite(tenant: TenantId, change: Change): WriteOutcome {
     const s = this.#stmt;
     const client = s.client.get(tenant) as Row | undefined;
     const current = client === undefined ? 0 : Number(client.revision);
-    const refuse = (code: string, message: string): WriteOutcome => ({ ok: false, error: { code, message }, revision: current });
     const id = client?.id;
     const roleExists = id !== undefined && s.roleExists.get(id, change.role) !== undefined;
-    let permissionsRemoved: number | undefined;
-    let membershipsRemoved: number | undefined;
-
-    if (change.op === 'role.create') {
-      if (roleExists) return refuse('ERR_AUTHZ_ROLE_EXISTS', `Role '${change.role}' already exists`);
-    } else if (!roleExists) {
-      return refuse('ERR_AUTHZ_ROLE_NOT_FOUND', `Role '${change.role}' does not exist`);
-    }
+    const before = refusal(change, { roleExists });
+    if (before !== undefined) return refused(before, current);
     const clientId = id ?? (s.insertClient.get(tenant) as Row).id;
-
-    switch (change.op) {
-      case 'role.create':
-        s.insertRole.run(clientId, change.role, change.description);
-        break;
-      case 'role.delete':
-        permissionsRemoved = s.deleteGrantsOfRole.run(clientId, change.role).changes;
-        membershipsRemoved = s.deleteMembersOfRole.run(clientId, change.role).changes;
-        s.deleteRole.run(clientId, change.role);
-        break;
-      case 'permission.grant':
-        if (s.insertGrant.run(clientId, change.role, change.permission).changes === 0) {
-          return refuse('ERR_AUTHZ_GRANT_EXISTS', `Permission '${change.permission}' is already granted to role '${change.role}'`);
-        }
-        break;
-      case 'permission.revoke':
-        if (s.deleteGrant.run(clientId, change.role, change.permission).changes === 0) {
-          return refuse('ERR_AUTHZ_GRANT_NOT_FOUND', `Permission '${change.permission}' is not granted to role '${change.role}'`);
-        }
-        break;
-      case 'membership.add':
-        if (s.insertMember.run(clientId, change.role, change.user).changes === 0) {
-          return refuse('ERR_AUTHZ_MEMBERSHIP_EXISTS', `User '${change.user}' is already a member of role '${change.role}'`);
-        }
-        break;
-      case 'membership.remove':
-        if (s.deleteMember.run(clientId, change.role, change.user).changes === 0) {
-          return refuse('ERR_AUTHZ_MEMBERSHIP_NOT_FOUND', `User '${change.user}' is not a member of role '${change.role}'`);
-        }
-        break;
-    }
+    const { rowsChanged, ...removed } = this.#applyChange(clientId, change);
+    const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
+    if (after !== undefined) return refused(after, current);
     const revision = Number((s.bumpRevision.get(clientId) as Row).revision);
     s.insertChange.run(
       clientId,
@@ -202,14 +172,42 @@ export class SqliteStore implements StoreAdapter {
       change.op === 'role.create' ? change.description : null,
       timestamp(),
     );
-    return {
-      ok: true,
-      revision,
-      change,
-      ...(permissionsRemoved === undefined ? {} : { permissionsRemoved }),
-      ...(membershipsRemoved === undefined ? {} : { membershipsRemoved }),
-    };
+    return { ok: true, revision, change, ...removed };
   }
+
+  /**
+   * The change's own statements. `rowsChanged` is what its insert-if-absent or delete did (a
+   * grant's or membership's existence, see `edgeFacts`); role changes report 1, their check came before.
+   */
+  #applyChange(clientId: unknown, change: Change): Applied {
+    const s = this.#stmt;
+    switch (change.op) {
+      case 'role.create':
+        s.insertRole.run(clientId, change.role, change.description);
+        return { rowsChanged: 1 };
+      case 'role.delete': {
+        const permissionsRemoved = s.deleteGrantsOfRole.run(clientId, change.role).changes;
+        const membershipsRemoved = s.deleteMembersOfRole.run(clientId, change.role).changes;
+        s.deleteRole.run(clientId, change.role);
+        return { rowsChanged: 1, permissionsRemoved, membershipsRemoved };
+      }
+      case 'permission.grant':
+        return { rowsChanged: s.insertGrant.run(clientId, change.role, change.permission).changes };
+      case 'permission.revoke':
+        return { rowsChanged: s.deleteGrant.run(clientId, change.role, change.permission).changes };
+      case 'membership.add':
+        return { rowsChanged: s.insertMember.run(clientId, change.role, change.user).changes };
+      case 'membership.remove':
+        return { rowsChanged: s.deleteMember.run(clientId, change.role, change.user).changes };
+    }
+  }
+}
+
+interface Applied {
+  readonly rowsChanged: number;
+  /** For role.delete: what went with the role. */
+  readonly permissionsRemoved?: number;
+  readonly membershipsRemoved?: number;
 }
 
 /** How long a statement keeps retrying while another connection holds the lock. */
