@@ -16,14 +16,6 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
   };
   const pending = new Map<number, () => void>();
   let nextId = 1;
-  // Changes published in one turn of the event loop travel as one message (a group commit
-  // settles many writes at once): one hop to the primary, one per worker, one acknowledgement.
-  let batch: { id: number; msgs: ChangeMessage[]; done: Promise<void> } | undefined;
-  const flush = (): void => {
-    const b = batch;
-    batch = undefined;
-    if (b !== undefined && !send({ t: 'change', id: b.id, msgs: b.msgs })) settle(b.id);
-  };
   const settle = (id: number): void => {
     pending.get(id)?.();
     pending.delete(id);
@@ -61,21 +53,17 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
         if (!send({ t: 'hello' })) resolve();
       });
     },
-    publish(msg) {
-      if (batch === undefined) {
-        const id = nextId++;
-        const done = new Promise<void>((resolve) => pending.set(id, resolve));
-        batch = { id, msgs: [], done };
-        setImmediate(flush);
-      }
-      batch.msgs.push(msg);
-      return batch.done;
+    publish(msgs) {
+      // One message for the batch: one hop to the primary, one per worker, one acknowledgement.
+      const id = nextId++;
+      const done = new Promise<void>((resolve) => pending.set(id, resolve));
+      if (!send({ t: 'change', id, msgs: [...msgs] })) settle(id);
+      return done;
     },
     subscribe(h) {
       handler = h;
     },
     async close() {
-      flush();
       process.off('message', onMessage);
       releaseAll();
     },

@@ -1,12 +1,13 @@
 import type { ChangeMessage } from './messages.ts';
 
 /**
- * The invalidation bus: how a worker tells every other holder of tenant graphs about a change it
- * committed. `publish` resolves once every other worker has applied the change (or was replaced),
- * which is what lets a write's response promise read-your-writes on any connection.
+ * The invalidation bus: how a worker tells every other holder of tenant graphs about the changes
+ * it committed. `publish` sends them as one message and resolves once every other worker has
+ * applied them (or was replaced), which is what lets a write's response promise read-your-writes
+ * on any connection.
  */
 export interface Bus {
-  publish(msg: ChangeMessage): Promise<void>;
+  publish(msgs: readonly ChangeMessage[]): Promise<void>;
   /** The handler for changes committed elsewhere; the bus acknowledges when it resolves. */
   subscribe(handler: (msg: ChangeMessage) => Promise<void>): void;
   close(): Promise<void>;

@@ -32,8 +32,8 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** An adapter (SQLite, PostgreSQL), as a pool thread uses it: the store, and writes in batches. */
-export interface StoreAdapter extends Store {
+/** A store that also takes writes in batches (an adapter, the pool in front of them, the resilient layer). */
+export interface BatchStore extends Store {
   /**
    * Applies many changes as if each were a {@link Store.write}, in the order given for any one
    * tenant, and settles each on its own: one that fails does not fail the others, unless the
@@ -41,6 +41,9 @@ export interface StoreAdapter extends Store {
    */
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
 }
+
+/** An adapter (SQLite, PostgreSQL), as a pool thread uses it. */
+export type StoreAdapter = BatchStore;
 
 /** One write of a {@link StoreAdapter.writeMany} batch. */
 export interface PendingWrite {

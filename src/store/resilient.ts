@@ -1,8 +1,10 @@
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
-import { AppError, errorMessage } from '../errors/index.ts';
+import { AppError, errorMessage, fromWire } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import type { Store, TenantId } from './port.ts';
-import { withRetry, type RetryPolicy } from './retry.ts';
+import type { BatchStore, PendingWrite, TenantId, WriteSettled } from './port.ts';
+import { backoffMs, withRetry, type RetryPolicy } from './retry.ts';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * The database did not answer. Adapters report ERR_STORE_UNAVAILABLE only when the transaction
@@ -34,12 +36,12 @@ export class CircuitOpenError extends AppError {
  * at once with 503, so requests for uncached clients and writes do not queue behind a dead
  * database; cached clients are answered from memory without coming here.
  */
-export class ResilientStore implements Store {
-  readonly #inner: Store;
+export class ResilientStore implements BatchStore {
+  readonly #inner: BatchStore;
   readonly #breaker: CircuitBreaker;
   readonly #retry: RetryPolicy;
 
-  constructor(inner: Store, breaker: CircuitBreaker, retry: RetryPolicy) {
+  constructor(inner: BatchStore, breaker: CircuitBreaker, retry: RetryPolicy) {
     this.#inner = inner;
     this.#breaker = breaker;
     this.#retry = retry;
@@ -79,6 +81,54 @@ export class ResilientStore implements Store {
   write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
     return this.#call(() => this.#inner.write(tenant, change));
   }
+  /**
+   * A batch of writes through the breaker. A batch that failed before committing is tried again
+   * whole; a write of it that failed before committing while the others went in is tried again
+   * with the other such writes, in the order given; each at most the policy's attempts.
+   */
+  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+    const results: Array<WriteSettled | undefined> = writes.map(() => undefined);
+    let pending = writes.map((_, i) => i);
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      // Judged after each call: the call may have opened the circuit.
+      const mayRetry = (): boolean => attempt < this.#retry.attempts && this.#breaker.state !== 'open';
+      let settled: WriteSettled[];
+      try {
+        settled = await this.#guardedBatch(pending.map((i) => writes[i] as PendingWrite));
+      } catch (err) {
+        if (!mayRetry() || !retryable(err)) throw err;
+        await sleep(backoffMs(this.#retry, attempt));
+        continue;
+      }
+      const again = mayRetry();
+      const retry: number[] = [];
+      settled.forEach((s, k) => {
+        const i = pending[k] as number;
+        if (again && !s.ok && fromWire(s.error).retryable) retry.push(i);
+        else results[i] = s;
+      });
+      pending = retry;
+      if (retry.length > 0) await sleep(backoffMs(this.#retry, attempt));
+    }
+    return results as WriteSettled[];
+  }
+
+  /** One batch call: refused at once while the circuit is open; a database failure counts against it. */
+  async #guardedBatch(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+    if (!this.#breaker.tryAcquire()) throw new CircuitOpenError(this.#breaker.retryAfterMs);
+    let settled: WriteSettled[];
+    try {
+      settled = await this.#inner.writeMany(writes);
+    } catch (err) {
+      if (databaseDown(err)) this.#breaker.failure();
+      else this.#breaker.release();
+      throw err;
+    }
+    if (settled.some((s) => !s.ok && databaseDown(fromWire(s.error)))) this.#breaker.failure();
+    else this.#breaker.success();
+    return settled;
+  }
+
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     return this.#call(() => this.#inner.changes(tenant, since, limit));
   }

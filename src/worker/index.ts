@@ -11,8 +11,7 @@ import { CircuitBreaker } from '../store/breaker.ts';
 import type { Store } from '../store/port.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/resilient.ts';
-import { WriteCohorts } from './cohorts.ts';
-import { loadGauge } from './load.ts';
+import { WritePipeline } from './write-pipeline.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -48,12 +47,19 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024);
     const replay = (tenant: string) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
-    // A client's writes that arrive while its previous ones are committed and fanned out go next,
-    // together; while checks keep the event loop busy, at most one such cohort per COHORT_SPACING_MS.
-    let writes = 0;
-    // Graph lookups stand for reads: one per check, one or two per request of most other routes.
-    const load = loadGauge({ reads: () => cache.hits + cache.misses, writes: () => writes }, LOAD_PERIOD_MS);
-    const cohorts = new WriteCohorts({ busy: () => load.checksBusy, spacingMs: COHORT_SPACING_MS });
+    const pipeline = new WritePipeline(
+      {
+        commit: (batch) => store.writeMany(batch),
+        // Both must be done before the writes are answered; neither needs the other first.
+        fanOut: async (batch) => {
+          await Promise.all([
+            ...batch.map(({ tenant, outcome }) => cache.apply(tenant, outcome.change, outcome.revision, replay(tenant))),
+            bus.publish(batch.map(({ tenant, outcome }) => ({ v: 1, tenant, revision: outcome.revision, change: outcome.change }))),
+          ]);
+        },
+      },
+      { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
+    );
     bus.subscribe(async (msg) => {
       if (msg.v !== 1) return cache.drop(msg.tenant);
       // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
@@ -63,23 +69,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
     });
     const backend: Backend = {
-      async write(tenant, change) {
-        writes++;
-        await cohorts.enter(tenant);
-        try {
-          const outcome = await store.write(tenant, change);
-          if (outcome.ok) {
-            // Both must be done before the response goes out; neither needs the other first.
-            await Promise.all([
-              cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)),
-              bus.publish({ v: 1, tenant, revision: outcome.revision, change: outcome.change }),
-            ]);
-          }
-          return outcome;
-        } finally {
-          cohorts.leave(tenant);
-        }
-      },
+      write: (tenant, change) => pipeline.write(tenant, change),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
       notReady: async () => {
@@ -98,7 +88,6 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       revalidate: revalidator.now,
       async stop(graceMs) {
         revalidator.stop();
-        load.stop();
         await server.close(graceMs);
         await bus.close();
         await store.close();
@@ -110,10 +99,13 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
   }
 }
 
-/** While checks keep the worker busy, a client's write cohorts start at most this often (milliseconds). */
-const COHORT_SPACING_MS = 30;
-/** How often the worker's load is judged. */
-const LOAD_PERIOD_MS = 100;
+/**
+ * Fan-out batches in flight: one, so that changes committed while a fan-out is acknowledged go
+ * together in the next message (the hand-offs, not the bytes, are what a write costs the checks).
+ */
+const FAN_OUT_SLOTS = 1;
+/** Writes per batch at most: one SQLite transaction holds the write lock only briefly. */
+const MAX_WRITE_BATCH = 256;
 
 /** How long a change from another worker may take to apply before its graph is dropped instead. */
 const APPLY_BUDGET_MS = 500;

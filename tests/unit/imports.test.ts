@@ -34,7 +34,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   primary: ['config', 'http', 'invalidation', 'log'],
   store: ['authz', 'config', 'errors', 'time'],
   time: [],
-  worker: ['cache', 'config', 'http', 'invalidation', 'log', 'pool', 'store'],
+  worker: ['authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'pool', 'store'],
 };
 
 /** Driver → the one place (a src/ path prefix) that may load it; DESIGN: ports never do. */

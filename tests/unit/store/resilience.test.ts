@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import type { WriteOutcome } from '../../../src/authz/changes.ts';
 import { AppError } from '../../../src/errors/index.ts';
 import { CircuitBreaker, type BreakerState } from '../../../src/store/breaker.ts';
-import type { Store } from '../../../src/store/port.ts';
+import type { BatchStore, PendingWrite, WriteSettled } from '../../../src/store/port.ts';
+import { toWire } from '../../../src/errors/index.ts';
 import { CircuitOpenError, ResilientStore } from '../../../src/store/resilient.ts';
 import { backoffMs, withRetry } from '../../../src/store/retry.ts';
 
@@ -71,7 +72,7 @@ test('the breaker opens after the threshold, refuses during the cool-down, then 
 });
 
 /** A store whose calls fail while `failing` is set, counting the calls that reached it. */
-function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppError }; calls: { n: number } } {
+function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () => AppError }; calls: { n: number } } {
   const failing = { on: false, error: down };
   const calls = { n: 0 };
   const hit = async <T>(v: T): Promise<T> => {
@@ -80,11 +81,12 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
     return v;
   };
   const committed: WriteOutcome = { ok: true, revision: 1, change: { op: 'role.create', role: 'r', description: '' } } as unknown as WriteOutcome;
-  const store: Store = {
+  const store: BatchStore = {
     load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
     revision: () => hit(0),
     revisions: () => hit([]),
     write: () => hit(committed),
+    writeMany: (ws) => hit(ws.map((): WriteSettled => ({ ok: true, value: committed }))),
     changes: () => hit([]),
     cursorSecret: () => hit(Buffer.alloc(32)),
     ping: () => hit(undefined),
@@ -124,4 +126,51 @@ test('ResilientStore: a failure during commit is not retried; other errors do no
   for (let i = 0; i < 5; i++) await assert.rejects(r.revision('t'), /a bug/);
   assert.equal(calls.n, 6);
   assert.equal(r.open, false, 'bugs are not outages');
+});
+
+/** A batch store whose writes settle as `plan` says, call by call: each call takes the next plan. */
+function scriptedBatches(plans: Array<(w: PendingWrite) => WriteSettled>): { store: BatchStore; seen: string[][] } {
+  const seen: string[][] = [];
+  const base = flakyStore().store;
+  let call = 0;
+  const store: BatchStore = {
+    ...base,
+    writeMany: async (ws) => {
+      seen.push(ws.map((w) => w.change.role));
+      const plan = plans[Math.min(call++, plans.length - 1)] as (w: PendingWrite) => WriteSettled;
+      return ws.map(plan);
+    },
+  };
+  return { store, seen };
+}
+
+const ok = (w: PendingWrite): WriteSettled => ({ ok: true, value: { ok: true, revision: 1, change: w.change } as unknown as WriteOutcome });
+const failWith = (code: 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_COMMIT_UNKNOWN') => (): WriteSettled => ({ ok: false, error: toWire(new AppError(code, 'down')) });
+const batch = (...roles: string[]): PendingWrite[] => roles.map((role) => ({ tenant: 't', change: { op: 'role.create', role, description: '' } }));
+
+test('ResilientStore.writeMany: writes that failed before committing are tried again, in order, alone', async () => {
+  // First call: b and d fail before committing, a and c go in; second call: b and d go in.
+  const { store, seen } = scriptedBatches([(w) => (w.change.role === 'b' || w.change.role === 'd' ? failWith('ERR_STORE_UNAVAILABLE')() : ok(w)), ok]);
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST);
+  const settled = await r.writeMany(batch('a', 'b', 'c', 'd'));
+  assert.deepEqual(seen, [['a', 'b', 'c', 'd'], ['b', 'd']]);
+  assert.ok(settled.every((s) => s.ok));
+});
+
+test('ResilientStore.writeMany: a commit that may have happened is never tried again', async () => {
+  const { store, seen } = scriptedBatches([failWith('ERR_STORE_COMMIT_UNKNOWN')]);
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST);
+  const settled = await r.writeMany(batch('a', 'b'));
+  assert.deepEqual(seen, [['a', 'b']]);
+  assert.ok(settled.every((s) => !s.ok && s.error.code === 'ERR_STORE_COMMIT_UNKNOWN'));
+});
+
+test('ResilientStore.writeMany: an open circuit refuses the batch without touching the database', async () => {
+  const { store, seen } = scriptedBatches([failWith('ERR_STORE_UNAVAILABLE')]);
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 1, cooldownMs: 60_000 }), FAST);
+  const first = await r.writeMany(batch('a'));
+  assert.equal(first[0]?.ok, false);
+  assert.equal(r.open, true, 'the failed batch opened the circuit');
+  await assert.rejects(r.writeMany(batch('b')), (err: unknown) => err instanceof CircuitOpenError);
+  assert.deepEqual(seen, [['a']]);
 });

@@ -1,0 +1,167 @@
+import type { Change, WriteCommitted, WriteOutcome } from '../authz/changes.ts';
+import { fromWire } from '../errors/index.ts';
+import type { PendingWrite, TenantId, WriteSettled } from '../store/port.ts';
+
+/** A committed write on its way to the other workers. */
+export interface CommittedWrite {
+  readonly tenant: TenantId;
+  readonly outcome: WriteCommitted;
+}
+
+/** The two stages every write passes, each handed whole batches. */
+export interface WriteStages {
+  /**
+   * Commits a batch (one pool task; one transaction on SQLite), the writes of any one tenant in
+   * the order given, and settles each write on its own.
+   */
+  commit(batch: readonly PendingWrite[]): Promise<WriteSettled[]>;
+  /**
+   * Makes a batch's committed writes visible on every worker of this instance: applied to this
+   * worker's graphs and acknowledged by the others (one message through the primary).
+   */
+  fanOut(batch: readonly CommittedWrite[]): Promise<void>;
+}
+
+export interface PipelineLimits {
+  /** Commit batches in flight at once (1 on SQLite, which has one writer anyway). */
+  readonly commitSlots: number;
+  /** Fan-out batches in flight at once. */
+  readonly fanOutSlots: number;
+  /** Writes per batch at most (one SQLite transaction stays short). */
+  readonly maxBatch: number;
+}
+
+interface Queued extends PendingWrite {
+  readonly resolve: (outcome: WriteOutcome) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+interface Committing extends CommittedWrite {
+  readonly resolve: (outcome: WriteOutcome) => void;
+  readonly reject: (err: unknown) => void;
+}
+
+/**
+ * A stage with at most `slots` batches in flight: whatever arrives while they are busy is the
+ * next batch. A lone item goes at once; under load, batches grow by themselves. No timers.
+ */
+export class CoalescingStage<T> {
+  readonly #queue: T[] = [];
+  readonly #slots: number;
+  readonly #take: (queue: T[]) => T[];
+  readonly #run: (batch: T[]) => Promise<void>;
+  #inFlight = 0;
+
+  /** `take` removes the next batch from the queue (possibly empty); `run` must not reject. */
+  constructor(slots: number, take: (queue: T[]) => T[], run: (batch: T[]) => Promise<void>) {
+    this.#slots = slots;
+    this.#take = take;
+    this.#run = run;
+  }
+
+  /** Items waiting for a slot. */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  push(item: T): void {
+    this.#queue.push(item);
+    this.#pump();
+  }
+
+  /** Several items that belong together: they are queued before any batch is taken. */
+  pushAll(items: readonly T[]): void {
+    if (items.length === 0) return;
+    this.#queue.push(...items);
+    this.#pump();
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#inFlight < this.#slots) {
+      const batch = this.#take(this.#queue);
+      if (batch.length === 0) return;
+      this.#inFlight++;
+      void this.#run(batch).finally(() => {
+        this.#inFlight--;
+        this.#pump();
+      });
+    }
+  }
+}
+
+/**
+ * The one write pipeline of a worker: commit, then fan-out, two coalescing stages. The commit of
+ * batch k+1 overlaps the fan-out of batch k; a write is answered once its fan-out is acknowledged
+ * (read-your-writes on every connection). Writes of one tenant keep their order: a commit batch
+ * never takes a tenant that an earlier batch still in flight holds.
+ */
+export class WritePipeline {
+  readonly #stages: WriteStages;
+  readonly #commit: CoalescingStage<Queued>;
+  readonly #fanOut: CoalescingStage<Committing>;
+  /** Tenants of the commit batches in flight, with how many batches hold each. */
+  readonly #committing = new Map<TenantId, number>();
+
+  constructor(stages: WriteStages, limits: PipelineLimits) {
+    this.#stages = stages;
+    this.#commit = new CoalescingStage(limits.commitSlots, (q) => this.#takeCommitBatch(q, limits.maxBatch), (b) => this.#commitBatch(b));
+    this.#fanOut = new CoalescingStage(limits.fanOutSlots, (q) => q.splice(0, limits.maxBatch), (b) => this.#fanOutBatch(b));
+  }
+
+  /** Commits `change` and resolves once every worker of this instance sees it (or with its refusal). */
+  write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
+    return new Promise((resolve, reject) => this.#commit.push({ tenant, change, resolve, reject }));
+  }
+
+  /** Writes not yet handed to a stage (for a graceful stop). */
+  get queued(): number {
+    return this.#commit.queued + this.#fanOut.queued;
+  }
+
+  /** The next commit batch: queued writes in order, skipping tenants an in-flight batch holds. */
+  #takeCommitBatch(queue: Queued[], max: number): Queued[] {
+    if (this.#committing.size === 0 && queue.length <= max) return queue.splice(0);
+    const batch: Queued[] = [];
+    const rest: Queued[] = [];
+    for (const w of queue) (batch.length < max && !this.#committing.has(w.tenant) ? batch : rest).push(w);
+    queue.splice(0, queue.length, ...rest);
+    return batch;
+  }
+
+  async #commitBatch(batch: Queued[]): Promise<void> {
+    for (const w of batch) this.#committing.set(w.tenant, (this.#committing.get(w.tenant) ?? 0) + 1);
+    try {
+      const settled = await this.#stages.commit(batch.map(({ tenant, change }) => ({ tenant, change })));
+      const committed: Committing[] = [];
+      batch.forEach((w, i) => this.#afterCommit(w, settled[i], committed));
+      // The batch's committed writes go on together, as one fan-out batch when that stage is free.
+      this.#fanOut.pushAll(committed);
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+    } finally {
+      for (const w of batch) {
+        const n = (this.#committing.get(w.tenant) ?? 1) - 1;
+        if (n === 0) this.#committing.delete(w.tenant);
+        else this.#committing.set(w.tenant, n);
+      }
+    }
+  }
+
+  /** Settles a refused or failed write at once; a committed one joins `committed`. */
+  #afterCommit(w: Queued, settled: WriteSettled | undefined, committed: Committing[]): void {
+    if (settled === undefined) return w.reject(new Error('the store settled fewer writes than it was given'));
+    if (!settled.ok) return w.reject(fromWire(settled.error));
+    const outcome = settled.value;
+    if (!outcome.ok) return w.resolve(outcome); // refused: nothing changed, nothing to tell
+    committed.push({ tenant: w.tenant, outcome, resolve: w.resolve, reject: w.reject });
+  }
+
+  async #fanOutBatch(batch: Committing[]): Promise<void> {
+    try {
+      await this.#stages.fanOut(batch);
+      for (const c of batch) c.resolve(c.outcome);
+    } catch (err) {
+      for (const c of batch) c.reject(err);
+    }
+  }
+}
