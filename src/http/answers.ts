@@ -1,0 +1,82 @@
+import fastJson from 'fast-json-stringify';
+import type { ChangeRecord, WriteCommitted } from '../authz/changes.ts';
+import type { TenantGraph } from '../authz/graph.ts';
+import { pageAfter } from '../authz/page.ts';
+import { timestamp } from '../time/index.ts';
+import type { Cursors } from './cursor.ts';
+import type { Query } from './query.ts';
+import { send, successPrefix, successTail, type CorsPolicy } from './reply.ts';
+import type { RequestTarget } from './responder.ts';
+import type { ListRoute, LogRoute, Route, WriteRoute } from './routes/index.ts';
+import { data as dataSchemas, type DataSchemaName } from './schemas/index.ts';
+
+/** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
+const MAX_CHANGES = 10_000;
+
+/** Prebuilt has_permission answers: only the timestamp varies. */
+const HAS_TRUE = `${successPrefix(200, 'OK')}{"has_permission":true},"timestamp":"`;
+const HAS_FALSE = `${successPrefix(200, 'OK')}{"has_permission":false},"timestamp":"`;
+
+/** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
+export type ChangelogReader = (tenant: string, since: number, limit: number) => Promise<ChangeRecord[]>;
+
+/**
+ * The success bodies of /api routes, from serialisers compiled once at start-up: reads answered
+ * from a graph, pages signed with cursors, write results and changelog pages.
+ */
+export class Answers {
+  readonly #cors: CorsPolicy;
+  readonly #cursors: Cursors;
+  readonly #changelog: ChangelogReader;
+  readonly #serialize: Record<DataSchemaName, (v: unknown) => string>;
+
+  constructor(cors: CorsPolicy, cursors: Cursors, changelog: ChangelogReader) {
+    this.#cors = cors;
+    this.#cursors = cursors;
+    this.#changelog = changelog;
+    this.#serialize = Object.fromEntries(
+      Object.entries(dataSchemas).map(([k, schema]) => [k, fastJson(schema as object)]),
+    ) as Record<DataSchemaName, (v: unknown) => string>;
+  }
+
+  /** Answers a read route from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */
+  read(t: RequestTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
+    let text: string;
+    if (route.id === 'has_permission') {
+      text = (g.check(p[0] as string, p[1] as string) ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
+    } else if (route.kind === 'list') {
+      text = this.#listPage(t, route, g, p, query.limit, query.cursor);
+    } else if (route.kind === 'read') {
+      text = successPrefix(route.status, route.message) + this.#serialize[route.data](route.run(g, p, body)) + successTail(undefined);
+    } else {
+      throw new Error(`Answers.read called for ${route.id}`);
+    }
+    send(t, this.#cors, route.status, text, g.revision);
+  }
+
+  /** The body of a committed write. */
+  written(route: WriteRoute, outcome: WriteCommitted, p: string[]): string {
+    return successPrefix(route.status, route.message) + this.#serialize[route.data](route.result(outcome, p)) + successTail(undefined);
+  }
+
+  /** A page of the tenant's changelog (read from the database, not the graph). */
+  async changesPage(t: RequestTarget, route: LogRoute, query: Query): Promise<string> {
+    const bound = [String(query.since)];
+    let since = query.since;
+    if (query.cursor !== undefined) since = Math.max(since, Number(this.#cursors.open(t.tenant, route.id, bound, query.cursor)));
+    const want = query.limit ?? MAX_CHANGES;
+    const records = await this.#changelog(t.tenant, since, want + 1);
+    const cut = records.length > want;
+    const page = cut ? records.slice(0, want) : records;
+    const last = page[page.length - 1];
+    const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, bound, String(last.revision)) : undefined;
+    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
+  }
+
+  #listPage(t: RequestTarget, route: ListRoute, g: TenantGraph, p: string[], limit: number | undefined, cursor: string | undefined): string {
+    const after = cursor === undefined ? undefined : this.#cursors.open(t.tenant, route.id, p, cursor);
+    const page = pageAfter(route.names(g, p), after, limit);
+    const next = page.after === undefined ? undefined : this.#cursors.sign(t.tenant, route.id, p, page.after);
+    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(g, page.items)) + successTail(next);
+  }
+}

@@ -1,0 +1,60 @@
+import type { EngineResponse, Handler, Listener } from './engine/port.ts';
+import { closeConnectionsAfterReply } from './reply.ts';
+
+/** On shutdown, connections close after this long without a new request (and none in flight). */
+const DRAIN_QUIET_MS = 100;
+
+/**
+ * Counts requests so that shutdown can wait for them: every request received (`served`, guarded
+ * handlers count it) and every one still answering asynchronously (`inFlight`, see {@link track}).
+ */
+export class Drain {
+  /** Requests received so far; shutdown waits until it stops moving. */
+  #served = 0;
+  #inFlight = 0;
+
+  /**
+   * Wraps a handler so that its request counts, and so that a bug in its synchronous part goes
+   * to `onThrow` (which answers 500) instead of taking the process down.
+   */
+  guard(handler: Handler, onThrow: (res: EngineResponse, err: unknown) => void): Handler {
+    return (res, req) => {
+      this.#served++;
+      try {
+        handler(res, req);
+      } catch (err) {
+        onThrow(res, err);
+      }
+    };
+  }
+
+  /** Counts an asynchronous answer as in flight until `work` settles (it must not reject). */
+  track(work: Promise<void>): void {
+    this.#inFlight++;
+    void work.finally(() => {
+      this.#inFlight--;
+    });
+  }
+
+  /** Stops accepting, waits for requests in flight (at most `graceMs`), then closes connections. */
+  close(listener: Listener, graceMs: number): Promise<void> {
+    return new Promise<void>((done) => {
+      listener.stopAccepting();
+      closeConnectionsAfterReply();
+      const deadline = Date.now() + graceMs;
+      let seen = -1;
+      // Requests already sent on open connections are still read and answered: connections
+      // close once nothing is in flight and no request arrived for a quiet period.
+      const check = (): void => {
+        if ((this.#inFlight === 0 && this.#served === seen) || Date.now() >= deadline) {
+          listener.closeConnections();
+          done();
+          return;
+        }
+        seen = this.#served;
+        setTimeout(check, DRAIN_QUIET_MS);
+      };
+      check();
+    });
+  }
+}

@@ -1,0 +1,60 @@
+import { appError } from '../errors/index.ts';
+import type { Drain } from './drain.ts';
+import type { EngineApp, EngineRequest, EngineResponse, Handler, Method } from './engine/port.ts';
+import { CORS_ALLOW_HEADERS, errorBody, send } from './reply.ts';
+import type { Responder } from './responder.ts';
+
+/**
+ * Registers handlers on an engine app, each guarded (counted for the drain, a throw answers 500),
+ * and remembers the methods of each pattern, so that {@link finish} can answer every other method
+ * (405 with `Allow`, or a CORS preflight) and every unknown path (404).
+ */
+export class RouteTable {
+  readonly #app: EngineApp;
+  readonly #drain: Drain;
+  readonly #responder: Responder;
+  readonly #allowed = new Map<string, Set<string>>();
+
+  constructor(app: EngineApp, drain: Drain, responder: Responder) {
+    this.#app = app;
+    this.#drain = drain;
+    this.#responder = responder;
+  }
+
+  on(method: Method, pattern: string, handler: Handler): void {
+    this.#app.on(method, pattern, this.#guard(handler));
+    this.#allowed.set(pattern, (this.#allowed.get(pattern) ?? new Set()).add(method));
+  }
+
+  /** Answers other methods and unknown paths; call once, after the last {@link on}. */
+  finish(): void {
+    for (const [pattern, methods] of this.#allowed) {
+      const allow = [...methods, 'OPTIONS'].join(', ');
+      this.#app.otherMethods(pattern, this.#guard((res, req) => {
+        if (req.getMethod() === 'options') return this.#preflight(res, req, allow);
+        const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
+        send(this.#responder.target(res, req, ''), this.#responder.cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
+      }));
+    }
+    this.#app.fallback(this.#guard((res, req) => {
+      if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, DELETE, OPTIONS');
+      const e = appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() });
+      this.#responder.error(this.#responder.target(res, req, ''), e, undefined);
+    }));
+  }
+
+  #guard(handler: Handler): Handler {
+    return this.#drain.guard(handler, this.#responder.crashed);
+  }
+
+  /** 204; with the CORS headers when the origin is allowed. */
+  #preflight(res: EngineResponse, req: EngineRequest, methods: string): void {
+    const t = this.#responder.target(res, req, '');
+    const cors = this.#responder.cors;
+    const extra: Array<[string, string]> = [];
+    if (t.origin !== '' && cors.allowOrigin(t.origin) !== undefined) {
+      extra.push(['Access-Control-Allow-Methods', methods], ['Access-Control-Allow-Headers', CORS_ALLOW_HEADERS], ['Access-Control-Max-Age', '600']);
+    }
+    send(t, cors, 204, '', undefined, extra);
+  }
+}

@@ -1,0 +1,106 @@
+import type { TenantGraph } from '../authz/graph.ts';
+import type { TenantCache } from '../cache/index.ts';
+import { AppError, appError, fromWire } from '../errors/index.ts';
+import type { Answers } from './answers.ts';
+import type { Backend } from './backend.ts';
+import type { BodyResult } from './body.ts';
+import type { Drain } from './drain.ts';
+import type { Query } from './query.ts';
+import { corked, send } from './reply.ts';
+import type { RequestTarget, Responder } from './responder.ts';
+import type { ListRoute, LogRoute, ReadRoute, Route, WriteRoute } from './routes/index.ts';
+
+const MIN_REVISION_WAIT_MS = 1000;
+
+/**
+ * The asynchronous answers of /api: hydration, bodies, writes, the changelog and revision waits.
+ * Every reply is corked (it is written outside the engine's handler) and skipped if the client
+ * went away.
+ */
+export class SlowPath {
+  readonly #cache: TenantCache;
+  readonly #backend: Backend;
+  readonly #answers: Answers;
+  readonly #responder: Responder;
+  readonly #drain: Drain;
+
+  constructor(cache: TenantCache, backend: Backend, answers: Answers, responder: Responder, drain: Drain) {
+    this.#cache = cache;
+    this.#backend = backend;
+    this.#answers = answers;
+    this.#responder = responder;
+    this.#drain = drain;
+  }
+
+  /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
+  start(t: RequestTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): void {
+    t.res.onAborted(() => {
+      t.aborted = true;
+    });
+    this.#drain.track(this.#answer(t, route, p, query, failure, body).catch((err: unknown) => this.#failed(t, err)));
+  }
+
+  async #answer(t: RequestTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+    const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+    if (failure !== undefined) return corked(t, () => this.#responder.error(t, failure, g.revision));
+    let value: unknown;
+    if (body !== undefined) {
+      const b = await body;
+      if (b.error !== undefined) return corked(t, () => this.#responder.error(t, b.error, this.#revisionOr(t, g), b.close));
+      value = b.value;
+    }
+    if (route.kind === 'write') return this.#write(t, route, p, value);
+    if (route.kind === 'log') return this.#changes(t, route, query, g);
+    return this.#read(t, route, p, query, value, g);
+  }
+
+  async #write(t: RequestTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
+    const outcome = await this.#backend.write(t.tenant, route.change(p, value));
+    if (!outcome.ok) return corked(t, () => this.#responder.error(t, fromWire(outcome.error), outcome.revision));
+    const text = this.#answers.written(route, outcome, p);
+    corked(t, () => send(t, this.#responder.cors, route.status, text, outcome.revision));
+  }
+
+  async #changes(t: RequestTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
+    const text = await this.#answers.changesPage(t, route, query);
+    corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
+  }
+
+  /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
+  async #read(t: RequestTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
+    if (query.minRevision > loaded.revision) {
+      const reached = await this.#cache.waitFor(t.tenant, query.minRevision, MIN_REVISION_WAIT_MS, () => this.#refresh(t.tenant));
+      if (!reached) {
+        const e = appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: query.minRevision, waitMs: MIN_REVISION_WAIT_MS });
+        return corked(t, () => this.#responder.error(t, e, this.#revisionOr(t, loaded)));
+      }
+    }
+    const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+    corked(t, () => {
+      try {
+        this.#answers.read(t, route, g, p, query, body);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        this.#responder.error(t, err, g.revision);
+      }
+    });
+  }
+
+  /** Picks up a change committed by another process: rehydrates when the database is ahead. */
+  async #refresh(tenant: string): Promise<void> {
+    const stored = await this.#backend.revision(tenant);
+    const g = this.#cache.get(tenant);
+    if (g === undefined || stored > g.revision) await this.#cache.reload(tenant);
+  }
+
+  /** A 4xx thrown on the way is the answer; anything else is a 500. */
+  #failed(t: RequestTarget, err: unknown): void {
+    if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#responder.error(t, err, this.#cache.get(t.tenant)?.revision));
+    this.#responder.internal(t, err);
+  }
+
+  /** The revision of the tenant's cached graph now, else of the one this request loaded. */
+  #revisionOr(t: RequestTarget, loaded: TenantGraph): number {
+    return (this.#cache.get(t.tenant) ?? loaded).revision;
+  }
+}

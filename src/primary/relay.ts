@@ -1,0 +1,58 @@
+import type { Worker } from 'node:cluster';
+import { randomUUID } from 'node:crypto';
+import type { ToPrimary } from '../invalidation/messages.ts';
+import type { RedisBridge } from '../invalidation/redis.ts';
+import type { Logger } from '../log/index.ts';
+import type { ChangeHub } from './hub.ts';
+
+/** The workers' change traffic: their IPC fan-out (the hub) and, when configured, the other instances (Redis). */
+export class ChangeRelay {
+  readonly #hub: ChangeHub;
+  readonly #redis: RedisBridge | undefined;
+
+  constructor(hub: ChangeHub, redis: RedisBridge | undefined) {
+    this.#hub = hub;
+    this.#redis = redis;
+  }
+
+  /** Routes a worker's `hello`, `change` and `ack`; other messages are not change traffic. */
+  fromWorker(w: Worker, m: ToPrimary): void {
+    switch (m.t) {
+      case 'hello':
+        this.#hub.join(w);
+        if (this.#redis !== undefined) this.#hub.broadcast({ t: 'redis', subscribed: this.#redis.subscribed });
+        break;
+      case 'change':
+        this.#hub.change(w, m.id, m.msgs);
+        if (this.#redis !== undefined) for (const msg of m.msgs) this.#redis.publish(msg);
+        break;
+      case 'ack':
+        this.#hub.ack(w, m.id);
+        break;
+    }
+  }
+
+  /** The worker is gone: no change waits for its acknowledgement. */
+  leave(workerId: number): void {
+    this.#hub.leave(workerId);
+  }
+
+  /** Stops bridging to the other instances (the workers' IPC needs no closing). */
+  close(): void {
+    void this.#redis?.close();
+  }
+}
+
+/** The relay of this instance, bridged through Redis to the other instances when `redisUrl` is set. */
+export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, log: Logger): Promise<ChangeRelay> {
+  if (redisUrl === undefined) return new ChangeRelay(hub, undefined);
+  const { redisBridge } = await import('../invalidation/redis.ts'); // ioredis only when Redis is used
+  const redis = redisBridge({
+    url: redisUrl,
+    instance: randomUUID(),
+    log,
+    onChange: (msg) => hub.change(undefined, 0, [msg]),
+    onState: (subscribed) => hub.broadcast({ t: 'redis', subscribed }),
+  });
+  return new ChangeRelay(hub, redis);
+}

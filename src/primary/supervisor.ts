@@ -1,0 +1,120 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Config } from '../config/index.ts';
+import type { EngineName } from '../http/engine/index.ts';
+import { isToPrimary, type ToPrimary } from '../invalidation/messages.ts';
+import type { Logger } from '../log/index.ts';
+import type { ChangeRelay } from './relay.ts';
+
+/** Workers get this long to finish requests in flight on shutdown, plus a margin to exit. */
+const STOP_GRACE_MS = 10_000;
+const STOP_MARGIN_MS = 2_000;
+const MAX_BACKOFF_MS = 5_000;
+/** A worker that lived this long resets the restart backoff. */
+const STABLE_MS = 10_000;
+
+type Phase = 'starting' | 'running' | 'stopping';
+
+/**
+ * Keeps AUTH_WORKERS workers running: forks them, replaces one that dies (with backoff, reset by
+ * a worker that lived long enough), stops them all gracefully (killed if they do not), and stops
+ * the service when a worker cannot start at start-up.
+ */
+export class Supervisor {
+  readonly #config: Config;
+  readonly #log: Logger;
+  readonly #engine: EngineName;
+  readonly #relay: ChangeRelay;
+  readonly #startedAt = new Map<number, number>();
+  #phase: Phase = 'starting';
+  #readyCount = 0;
+  #restarts = 0;
+  #backoffMs = 0;
+  #exitCode = 0;
+  #finish: (code: number) => void = () => undefined;
+  /** Resolves with the process exit code once the workers stopped. */
+  readonly done = new Promise<number>((resolve) => (this.#finish = resolve));
+
+  constructor(config: Config, log: Logger, engine: EngineName, relay: ChangeRelay) {
+    this.#config = config;
+    this.#log = log;
+    this.#engine = engine;
+    this.#relay = relay;
+    cluster.on('exit', (w, code, signal) => this.#exited(w, code, signal));
+  }
+
+  /** Forks every worker, unless the service is already stopping. */
+  start(): void {
+    if (this.#phase !== 'stopping') for (let i = 0; i < this.#config.AUTH_WORKERS; i++) this.#fork();
+  }
+
+  /** Asks every worker to shut down; kills those still alive after the grace period. */
+  stop(code: number): void {
+    if (this.#phase === 'stopping') return;
+    this.#phase = 'stopping';
+    const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    this.#relay.close();
+    if (alive.length === 0) return this.#finish(code);
+    for (const w of alive) if (w.isConnected()) w.send({ t: 'shutdown' });
+    const force = setTimeout(() => {
+      this.#log.error('workers did not stop in time; killing them');
+      for (const w of alive) w.process.kill('SIGKILL');
+      this.#finish(code === 0 ? 1 : code);
+    }, STOP_GRACE_MS + STOP_MARGIN_MS);
+    force.unref();
+    this.#exitCode = code;
+  }
+
+  /** The service cannot start: says why, once, and stops with exit code 1. */
+  fatal(message: string): void {
+    if (this.#phase === 'stopping') return;
+    this.#log.error('worker cannot start; stopping the service', { error: message });
+    process.stderr.write(`rbac-gateway: cannot start: ${message}\n`);
+    this.stop(1);
+  }
+
+  #fork(): Worker {
+    // Workers run the engine decided here, so `auto` is decided (and logged) once.
+    const w = cluster.fork({ AUTH_HTTP_ENGINE: this.#engine });
+    this.#startedAt.set(w.id, Date.now());
+    // A message sent to a worker that just died fails with EPIPE, emitted as 'error' on the
+    // worker: unheard, it would take the primary (and so every worker) down. Its 'exit' follows.
+    w.on('error', (err: NodeJS.ErrnoException) => this.#log.debug('message to a worker failed', { worker: w.id, error: err.code ?? err.message }));
+    w.on('message', (m: unknown) => {
+      if (isToPrimary(m)) this.#heard(w, m);
+    });
+    return w;
+  }
+
+  #heard(w: Worker, m: ToPrimary): void {
+    if (m.t === 'ready') return this.#ready(m.port);
+    if (m.t !== 'fatal') return this.#relay.fromWorker(w, m);
+    // At start-up a worker that cannot start means the service cannot: stop. Later, a
+    // replacement that cannot start (the database is down) is retried with backoff.
+    if (this.#phase === 'starting') this.fatal(m.message);
+    else this.#log.error('replacement worker cannot start; retrying', { worker: w.id, error: m.message });
+  }
+
+  /** Logs 'listening' once, when the last of the first workers listens. */
+  #ready(port: number): void {
+    if (this.#phase !== 'starting' || ++this.#readyCount !== this.#config.AUTH_WORKERS) return;
+    this.#phase = 'running';
+    const c = this.#config;
+    this.#log.info('listening', { host: c.AUTH_SERVER_HOST, port, workers: c.AUTH_WORKERS, database: c.AUTH_DATABASE_TYPE, engine: this.#engine });
+  }
+
+  #exited(w: Worker, code: number, signal: string): void {
+    this.#relay.leave(w.id);
+    const lived = Date.now() - (this.#startedAt.get(w.id) ?? Date.now());
+    this.#startedAt.delete(w.id);
+    if (this.#phase === 'stopping') {
+      if (Object.keys(cluster.workers ?? {}).length === 0) this.#finish(this.#exitCode);
+      return;
+    }
+    this.#restarts++;
+    this.#backoffMs = lived > STABLE_MS ? 0 : Math.min(MAX_BACKOFF_MS, Math.max(100, this.#backoffMs * 2));
+    this.#log.warn('worker exited; replacing it', { worker: w.id, pid: w.process.pid, code, signal, restarts: this.#restarts, backoff_ms: this.#backoffMs });
+    setTimeout(() => {
+      if (this.#phase !== 'stopping') this.#fork();
+    }, this.#backoffMs);
+  }
+}
