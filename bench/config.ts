@@ -38,6 +38,23 @@ export interface BenchConfig {
   gatewayLogLevel: string;
   /** Run wrk when it is on PATH (BENCH_WRK=0 turns it off). */
   wrk: boolean;
+  /**
+   * `npm run bench`: AUTH_HTTP_ENGINE of each gateway measured beside the bare server, in order
+   * (the first one is seeded over HTTP and is the `gateway` of the summary).
+   */
+  engines: string[];
+}
+
+const ENGINES = ['uws', 'node', 'auto'];
+
+function engineList(): string[] {
+  const raw = process.env.BENCH_ENGINES ?? 'uws,node';
+  const list = raw.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  const bad = list.filter((e) => !ENGINES.includes(e));
+  if (list.length === 0 || bad.length > 0 || new Set(list).size !== list.length) {
+    throw new Error(`BENCH_ENGINES=${raw}: expected distinct engines among ${ENGINES.join(', ')}, comma-separated`);
+  }
+  return list;
 }
 
 function int(name: string, fallback: number, min: number, max: number): number {
@@ -66,12 +83,18 @@ function pinning(): BenchConfig['pin'] {
   return { server, load: cpus === 2 ? '0' : `0-${cpus - 2}` };
 }
 
-export function loadConfig(): BenchConfig {
+/** Defaults that one benchmark sets apart from the others. */
+export interface Defaults {
+  /** BENCH_ROUNDS when unset (2). */
+  rounds?: number;
+}
+
+export function loadConfig(defaults: Defaults = {}): BenchConfig {
   const minGrants = int('BENCH_MIN_GRANTS', 10, 1, 1_000);
   return {
     durationS: int('BENCH_DURATION', 10, 1, 600),
     warmupS: int('BENCH_WARMUP', 3, 0, 60),
-    rounds: int('BENCH_ROUNDS', 2, 1, 20),
+    rounds: int('BENCH_ROUNDS', defaults.rounds ?? 2, 1, 20),
     mixedPairs: int('BENCH_MIXED_PAIRS', 6, 1, 50),
     connections: int('BENCH_CONNECTIONS', 100, 1, 10_000),
     seed: int('BENCH_SEED', 42, 0, 2 ** 31 - 1),
@@ -91,5 +114,6 @@ export function loadConfig(): BenchConfig {
     gatewayEntry: process.env.BENCH_GATEWAY_ENTRY ?? 'src/main.ts',
     gatewayLogLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
     wrk: process.env.BENCH_WRK !== '0' && hasCommand('wrk'),
+    engines: engineList(),
   };
 }

@@ -1,6 +1,6 @@
 /**
- * The measured phase: for each tool, a warm-up per target, then rounds in ABBA order (bare,
- * gateway, gateway, bare, ...) so that drift of this small machine hits both targets alike.
+ * The measured phase: for each tool, a warm-up per server, then rounds in mirrored order (A B C,
+ * C B A, ...; with two servers ABBA) so that drift of this small machine hits every server alike.
  * Every run records throughput, latency, errors, wrong answers and the CPU each side used.
  */
 import { RbacClient } from '../src/client/index.ts';
@@ -30,6 +30,14 @@ export interface RunRecord extends Summary {
   examples: string[];
   /** Lines the server wrote to stdout/stderr during the run (a log line per request shows here). */
   serverLogLines: number;
+  /** The gateway's AUTH_HTTP_ENGINE, when it was started with one. */
+  engine?: string;
+  /** CPU seconds of the server's processes and threads, sampled before and after the run. */
+  serverCpuSeconds: number;
+  /** Requests the server completed: the load generator's and the parallel checker's. */
+  served: number;
+  /** serverCpuSeconds / served, in microseconds: steadier than req/s on a shared machine. */
+  cpuPerRequestUs: number;
   /** PhaseContext.tag of the run, when it had one. */
   tag?: string;
 }
@@ -66,6 +74,8 @@ interface Outcome {
   timeouts: number;
   tally: Tally;
   loadCpuSeconds: number;
+  /** Requests the server answered, the checker's included. */
+  served: number;
 }
 
 function expectation(server: Server, ctx: PhaseContext): Expectation {
@@ -86,7 +96,8 @@ async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: numb
     expectation: expectation(server, ctx),
   });
   const used = process.cpuUsage(before);
-  return { ...out, loadCpuSeconds: (used.user + used.system) / 1e6 };
+  // autocannon's own requests carry the checks: nothing else reaches the server.
+  return { ...out, loadCpuSeconds: (used.user + used.system) / 1e6, served: out.requests };
 }
 
 async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Promise<Outcome> {
@@ -116,7 +127,7 @@ async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Pr
   await beside?.stop();
   const used = process.cpuUsage(before);
   // wrk itself plus this process (the checker and the work alongside).
-  return { ...out, tally, loadCpuSeconds: out.cpuSeconds + (used.user + used.system) / 1e6 };
+  return { ...out, tally, loadCpuSeconds: out.cpuSeconds + (used.user + used.system) / 1e6, served: out.requests + tally.checked };
 }
 
 /** One run of `tool` against `server` (a warm-up when `warmup`), printed as it ends. */
@@ -147,14 +158,19 @@ export async function runOne(tool: Tool, server: Server, round: number, ctx: Pha
     loadCores: out.loadCpuSeconds / out.durationS,
     otherCores: Math.max(0, busy - serverCpu - out.loadCpuSeconds) / out.durationS,
     serverLogLines: server.child.lines() - lines0,
+    serverCpuSeconds: serverCpu,
+    served: out.served,
+    cpuPerRequestUs: out.served > 0 ? (serverCpu / out.served) * 1e6 : NaN,
   };
   if (ctx.tag !== undefined) rec.tag = ctx.tag;
-  const name = ctx.tag === undefined ? server.name : `${server.name}/${ctx.tag}`;
+  if (server.engine !== undefined) rec.engine = server.engine;
+  const name = ctx.tag === undefined ? server.label : `${server.label}/${ctx.tag}`;
   const label = warmup ? 'warm-up' : `round ${round + 1}`;
   console.log(
     `  ${tool.padEnd(10)} ${name.padEnd(7)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
       `  p50 ${rec.latency.p50.toFixed(2)}  p99 ${rec.latency.p99.toFixed(2)}  p99.9 ${rec.latency.p999.toFixed(2)} ms` +
       `  cpu server ${rec.serverCores.toFixed(2)} load ${rec.loadCores.toFixed(2)} other ${rec.otherCores.toFixed(2)}` +
+      `  ${rec.cpuPerRequestUs.toFixed(1)} µs/req` +
       `  checked ${rec.checked} wrong ${rec.wrong} non2xx ${rec.non2xx} errors ${rec.errors + rec.timeouts}`,
   );
   for (const e of rec.examples) console.log(`    WRONG: ${e}`);
@@ -162,13 +178,23 @@ export async function runOne(tool: Tool, server: Server, round: number, ctx: Pha
 }
 
 /** Warm-up then ABBA rounds of one tool over both servers. */
-export async function runPhase(tool: Tool, bare: Server, gateway: Server, ctx: PhaseContext): Promise<RunRecord[]> {
+export function runPhase(tool: Tool, bare: Server, gateway: Server, ctx: PhaseContext): Promise<RunRecord[]> {
+  return runRounds(tool, [bare, gateway], ctx);
+}
+
+/**
+ * A warm-up per server, then rounds of one tool over every server back to back, the order
+ * mirrored every other round (A B C, C B A): a drift that is linear in time then weighs on every
+ * server alike over each pair of rounds; the servers of one round run within seconds of each
+ * other, which makes ratios taken within a round the fair comparison.
+ */
+export async function runRounds(tool: Tool, servers: Server[], ctx: PhaseContext): Promise<RunRecord[]> {
   const records: RunRecord[] = [];
   if (ctx.warmupS > 0) {
-    for (const s of [bare, gateway]) records.push(await runOne(tool, s, 0, ctx, true));
+    for (const s of servers) records.push(await runOne(tool, s, 0, ctx, true));
   }
   for (let round = 0; round < ctx.rounds; round++) {
-    const order = round % 2 === 0 ? [bare, gateway] : [gateway, bare];
+    const order = round % 2 === 0 ? servers : [...servers].reverse();
     for (const s of order) records.push(await runOne(tool, s, round, ctx, false));
   }
   return records;

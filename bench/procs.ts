@@ -138,32 +138,60 @@ export function pinSelf(cpus: string): boolean {
 
 const CLK_TCK = 100;
 
-/** CPU seconds (user + system) used so far by `pid` and all its descendants, from /proc. */
-export function treeCpuSeconds(pid: number): number {
-  const parent = new Map<number, number>();
-  const ticks = new Map<number, number>();
+interface ProcEntry {
+  ppid: number;
+  /** utime + stime + cutime + cstime, in clock ticks. */
+  ticks: number;
+  threads: number;
+}
+
+/** Every process of the machine, from /proc/<pid>/stat (each one's threads summed by the kernel). */
+function processTable(): Map<number, ProcEntry> {
+  const table = new Map<number, ProcEntry>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // Fields after "(comm)": state ppid ... utime(14) stime(15), 1-based over the whole line.
+      // Fields after "(comm)": state ppid ... utime(14) stime(15) cutime(16) cstime(17) ...
+      // num_threads(20), 1-based over the whole line. cutime/cstime hold the CPU of children
+      // already reaped, so a worker that exits during a run still counts in its parent.
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parent.set(Number(entry), Number(rest[1]));
-      ticks.set(Number(entry), Number(rest[11]) + Number(rest[12]));
+      const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
+      table.set(Number(entry), { ppid: Number(rest[1]), ticks, threads: Number(rest[17]) });
     } catch {
       // exited while reading
     }
   }
-  let total = 0;
-  for (const [p, t] of ticks) {
-    for (let q: number | undefined = p; q !== undefined && q > 1; q = parent.get(q)) {
-      if (q === pid) {
-        total += t;
+  return table;
+}
+
+/** The entries of `root` and all its descendants. */
+function tree(root: number): ProcEntry[] {
+  const table = processTable();
+  const out: ProcEntry[] = [];
+  for (const [p, e] of table) {
+    for (let q: number | undefined = p; q !== undefined && q > 1; q = table.get(q)?.ppid) {
+      if (q === root) {
+        out.push(e);
         break;
       }
     }
   }
-  return total / CLK_TCK;
+  return out;
+}
+
+/**
+ * CPU seconds (user + system) used so far by `pid`, all its descendants and all their threads,
+ * from /proc: a gateway's primary, its worker processes and their pool threads.
+ */
+export function treeCpuSeconds(pid: number): number {
+  return tree(pid).reduce((n, e) => n + e.ticks, 0) / CLK_TCK;
+}
+
+/** Processes and threads that {@link treeCpuSeconds} of `pid` covers right now. */
+export function treeSize(pid: number): { processes: number; threads: number } {
+  const t = tree(pid);
+  return { processes: t.length, threads: t.reduce((n, e) => n + e.threads, 0) };
 }
 
 /** CPU seconds the whole machine spent busy so far (every state but idle and iowait), from /proc/stat. */

@@ -2,6 +2,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
+import { printComparisons, type Comparisons } from './engines.ts';
 import type { RunRecord, Tool } from './phases.ts';
 import { summarise, summaryRow, table, SUMMARY_HEADER, type Summary } from './stats.ts';
 
@@ -24,7 +25,25 @@ export interface Report {
   /** Cores busy on the machine while the benchmark was idle, just before the load. */
   backgroundCores?: number;
   runs: RunRecord[];
+  /** Bare against the gateway; in `npm run bench`, the gateway of the first engine (uws). */
   summary: Partial<Record<Tool, ToolSummary | { skipped: string }>>;
+  /** `npm run bench`: each gateway measured, its engine asked for and the one it says it runs. */
+  gateways?: GatewayInfo[];
+  /** `npm run bench`: bare and every engine, per tool, with the ratios between them. */
+  engines?: Comparisons;
+}
+
+export interface GatewayInfo {
+  /** AUTH_HTTP_ENGINE it was started with. */
+  engine: string;
+  /** What its start-up log or GET /version says it runs; null: it does not say. */
+  reportedEngine: string | null;
+  pid: number;
+  /** Processes and threads whose CPU is counted (primary, workers, their threads), at the start. */
+  processes: number;
+  threads: number;
+  /** Answers checked against the model before timing. */
+  correctness?: object;
 }
 
 export function machineInfo(): Report['machine'] {
@@ -57,9 +76,10 @@ export function loadFailures(runs: RunRecord[]): string[] {
   return out;
 }
 
-export function summariseTool(runs: RunRecord[], tool: Tool): ToolSummary | undefined {
+/** Bare against the gateway runs of `tool` (those of `engine` only, when given). */
+export function summariseTool(runs: RunRecord[], tool: Tool, engine?: string): ToolSummary | undefined {
   const measured = runs.filter((r) => r.tool === tool && !r.warmup);
-  const gw = measured.filter((r) => r.target === 'gateway');
+  const gw = measured.filter((r) => r.target === 'gateway' && (engine === undefined || r.engine === engine));
   const bare = measured.filter((r) => r.target === 'bare');
   if (gw.length === 0 || bare.length === 0) return undefined;
   const gateway = summarise(gw);
@@ -68,6 +88,11 @@ export function summariseTool(runs: RunRecord[], tool: Tool): ToolSummary | unde
 }
 
 export function printSummary(report: Report): void {
+  if (report.engines !== undefined) {
+    printComparisons(report.engines);
+    printCpuNote();
+    return;
+  }
   const rows = [SUMMARY_HEADER];
   const notes: string[] = [];
   for (const [tool, s] of Object.entries(report.summary)) {
@@ -82,6 +107,10 @@ export function printSummary(report: Report): void {
   if (rows.length === 1) return;
   console.log(`\n${table(rows)}\n`);
   for (const n of notes) console.log(n);
+  printCpuNote();
+}
+
+function printCpuNote(): void {
   console.log('cpu: cores busy on average; a load generator near 1.00 measures itself; "other" is the kernel plus');
   console.log('any other work on the machine (well above the bare run\'s figure: the measurement is noisy)');
 }

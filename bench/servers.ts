@@ -13,6 +13,12 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface Server {
   name: 'gateway' | 'bare';
+  /** How runs print and record it: `bare`, `gateway`, or the engine it was asked for (`uws`, `node`). */
+  label: string;
+  /** The AUTH_HTTP_ENGINE it was started with; absent: the server's default. */
+  engine?: string;
+  /** The engine the gateway says it runs (start-up log or GET /version); absent: it does not say. */
+  reportedEngine?: string;
   child: Child;
   baseUrl: string;
   stop(): Promise<void>;
@@ -39,6 +45,13 @@ export interface GatewayOptions {
   sqlitePath?: string;
   /** More settings (the database type and URL, AUTH_REDIS_URL, ...); they win over the defaults. */
   env?: Record<string, string>;
+  /** AUTH_HTTP_ENGINE (`uws`, `node`, `auto`); default: unset, the server's default. */
+  engine?: string;
+}
+
+/** A compiled entry (`dist/main.js`) runs on plain node; a TypeScript one through tsx. */
+function entryArgs(entry: string): string[] {
+  return /\.[cm]?js$/.test(entry) ? [entry] : ['--import', 'tsx', entry];
 }
 
 export async function startGateway(options: GatewayOptions): Promise<Server> {
@@ -57,9 +70,10 @@ export async function startGateway(options: GatewayOptions): Promise<Server> {
     AUTH_WORKERS: String(options.workers ?? 1),
     AUTH_METRICS_PORT: '0',
     AUTH_LOG_LEVEL: options.logLevel,
+    ...(options.engine === undefined ? {} : { AUTH_HTTP_ENGINE: options.engine }),
     ...options.env,
   };
-  const child = spawnChild('gateway', process.execPath, ['--import', 'tsx', options.entry], { cwd: ROOT, env, cpus: options.cpus });
+  const child = spawnChild('gateway', process.execPath, entryArgs(options.entry), { cwd: ROOT, env, cpus: options.cpus });
   const stop = async (): Promise<void> => {
     await child.stop(12_000);
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
@@ -72,7 +86,43 @@ export async function startGateway(options: GatewayOptions): Promise<Server> {
     throw err;
   }
   warnFallback(child);
-  return { name: 'gateway', child, baseUrl: `http://127.0.0.1:${port}`, stop };
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const server: Server = { name: 'gateway', label: options.engine ?? 'gateway', child, baseUrl, stop };
+  if (options.engine !== undefined) server.engine = options.engine;
+  const reported = engineInLog(child.output()) ?? (await engineOfVersion(baseUrl));
+  if (reported !== undefined) server.reportedEngine = reported;
+  return server;
+}
+
+/** The `engine` field of the gateway's `listening` log line, when it has one. */
+function engineInLog(output: string): string | undefined {
+  for (const line of output.split('\n')) {
+    if (!LISTENING.test(line)) continue;
+    try {
+      return engineField(JSON.parse(line));
+    } catch {
+      // not a JSON line
+    }
+  }
+  return undefined;
+}
+
+/** `engine` of GET /version (at the top or in the envelope's `data`); undefined when absent or not 200. */
+async function engineOfVersion(baseUrl: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(`${baseUrl}/version`, { signal: AbortSignal.timeout(2_000) });
+    const text = await res.text();
+    return res.status === 200 ? engineField(JSON.parse(text)) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function engineField(v: unknown): string | undefined {
+  if (typeof v !== 'object' || v === null) return undefined;
+  const o = v as { engine?: unknown; data?: unknown };
+  if (typeof o.engine === 'string') return o.engine;
+  return o.data === undefined ? undefined : engineField(o.data);
 }
 
 export interface BareOptions {
@@ -101,7 +151,7 @@ export async function startBare(options: BareOptions): Promise<Server> {
     throw err;
   }
   warnFallback(child);
-  return { name: 'bare', child, baseUrl: `http://127.0.0.1:${port}`, stop: () => child.stop() };
+  return { name: 'bare', label: 'bare', child, baseUrl: `http://127.0.0.1:${port}`, stop: () => child.stop() };
 }
 
 function warnFallback(child: Child): void {
