@@ -46,7 +46,7 @@ export const grantExists = (role: string, permission: string): Refusal => ({
   code: 'ERR_AUTHZ_GRANT_EXISTS',
   message: errorMessage('ERR_AUTHZ_GRANT_EXISTS', { role, permission }),
 });
-export const grantNotFound = (role: string, permission: string): Refusal => ({
+const grantNotFound = (role: string, permission: string): Refusal => ({
   code: 'ERR_AUTHZ_GRANT_NOT_FOUND',
   message: errorMessage('ERR_AUTHZ_GRANT_NOT_FOUND', { role, permission }),
 });
@@ -54,7 +54,7 @@ export const memberExists = (user: string, role: string): Refusal => ({
   code: 'ERR_AUTHZ_MEMBERSHIP_EXISTS',
   message: errorMessage('ERR_AUTHZ_MEMBERSHIP_EXISTS', { user, role }),
 });
-export const memberNotFound = (user: string, role: string): Refusal => ({
+const memberNotFound = (user: string, role: string): Refusal => ({
   code: 'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND',
   message: errorMessage('ERR_AUTHZ_MEMBERSHIP_NOT_FOUND', { user, role }),
 });

@@ -1,9 +1,10 @@
 import { LRUCache } from 'lru-cache';
 import type { Change, ChangeRecord, Snapshot } from '../authz/changes.ts';
 import { TenantGraph } from '../authz/graph.ts';
+import type { TenantId } from '../authz/tenant.ts';
 
 /** Where hydration reads a tenant from (the pool, in the worker). */
-export type SnapshotLoader = (tenant: string) => Promise<Snapshot>;
+export type SnapshotLoader = (tenant: TenantId) => Promise<Snapshot>;
 
 /** The changelog of a tenant after a revision, to fill a gap. */
 export type Replay = (since: number) => Promise<readonly ChangeRecord[]>;
@@ -24,7 +25,7 @@ interface Held {
 const DONE: Promise<void> = Promise.resolve();
 
 /** How long a change waits for a missing earlier one before the changelog is replayed. */
-export const GAP_WAIT_MS = 100;
+const GAP_WAIT_MS = 100;
 
 /**
  * The tenant graphs of one worker: an LRU bounded by an estimate of their heap size, filled by
@@ -33,44 +34,31 @@ export const GAP_WAIT_MS = 100;
  * never installs a graph older than that change: the revision floor sends it round again.
  */
 export class TenantCache {
-  readonly #lru: LRUCache<string, TenantGraph>;
+  readonly #lru: LRUCache<TenantId, TenantGraph>;
   readonly #load: SnapshotLoader;
-  readonly #inflight = new Map<string, Promise<TenantGraph>>();
+  readonly #inflight = new Map<TenantId, Promise<TenantGraph>>();
   /** The newest revision known per tenant while its hydration is in flight. */
-  readonly #floor = new Map<string, number>();
-  readonly #waiters = new Map<string, Waiter[]>();
-  readonly #held = new Map<string, Held>();
+  readonly #floor = new Map<TenantId, number>();
+  readonly #waiters = new Map<TenantId, Waiter[]>();
+  readonly #held = new Map<TenantId, Held>();
   readonly #gapWaitMs: number;
-  hits = 0;
-  misses = 0;
 
   constructor(load: SnapshotLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS) {
     this.#load = load;
     this.#gapWaitMs = gapWaitMs;
-    this.#lru = new LRUCache<string, TenantGraph>({
+    this.#lru = new LRUCache<TenantId, TenantGraph>({
       maxSize: maxBytes,
       sizeCalculation: (g) => Math.max(1, g.estimatedBytes),
     });
   }
 
   /** The cached graph, or undefined (the caller then awaits {@link load}). Synchronous. */
-  get(tenant: string): TenantGraph | undefined {
-    const g = this.#lru.get(tenant);
-    if (g === undefined) this.misses++;
-    else this.hits++;
-    return g;
-  }
-
-  get size(): number {
-    return this.#lru.size;
-  }
-
-  get bytes(): number {
-    return this.#lru.calculatedSize;
+  get(tenant: TenantId): TenantGraph | undefined {
+    return this.#lru.get(tenant);
   }
 
   /** Hydrates the tenant once, however many requests ask at the same time. */
-  load(tenant: string): Promise<TenantGraph> {
+  load(tenant: TenantId): Promise<TenantGraph> {
     const cached = this.#lru.get(tenant);
     if (cached !== undefined) return Promise.resolve(cached);
     let p = this.#inflight.get(tenant);
@@ -85,8 +73,8 @@ export class TenantCache {
   }
 
   /** The cached tenants and the revision of each graph (without touching their recency). */
-  revisions(): Array<[string, number]> {
-    const out: Array<[string, number]> = [];
+  revisions(): Array<[TenantId, number]> {
+    const out: Array<[TenantId, number]> = [];
     for (const [tenant, g] of this.#lru.entries()) out.push([tenant, g.revision]);
     return out;
   }
@@ -95,7 +83,7 @@ export class TenantCache {
    * Brings a cached graph up to `stored` (a revision the database reported) by replaying the
    * changelog; a graph that cannot be brought up is dropped, so the next request hydrates.
    */
-  async catchUp(tenant: string, stored: number, replay: Replay): Promise<void> {
+  async catchUp(tenant: TenantId, stored: number, replay: Replay): Promise<void> {
     const g = this.#lru.peek(tenant);
     if (g === undefined || g.revision >= stored) return;
     try {
@@ -112,14 +100,14 @@ export class TenantCache {
   }
 
   /** Forgets the tenant's graph; the next request hydrates it. */
-  drop(tenant: string): void {
+  drop(tenant: TenantId): void {
     this.#lru.delete(tenant);
     const held = this.#held.get(tenant);
     if (held !== undefined) this.#release(tenant, held);
   }
 
   /** Drops the cached graph and hydrates again (after a gap in the revisions). */
-  reload(tenant: string): Promise<TenantGraph> {
+  reload(tenant: TenantId): Promise<TenantGraph> {
     this.drop(tenant);
     return this.load(tenant);
   }
@@ -132,7 +120,7 @@ export class TenantCache {
    * not are the missing revisions replayed from the changelog; if that fails or falls short, the
    * graph is dropped so the next request hydrates a complete one. Never applies out of order.
    */
-  apply(tenant: string, change: Change, revision: number, replay: Replay): Promise<void> {
+  apply(tenant: TenantId, change: Change, revision: number, replay: Replay): Promise<void> {
     if (this.#inflight.has(tenant)) {
       this.#floor.set(tenant, Math.max(this.#floor.get(tenant) ?? 0, revision));
     }
@@ -160,7 +148,7 @@ export class TenantCache {
   }
 
   /** After `g` advanced: applies the held changes that now follow on, resizes, wakes waiters. */
-  #advanced(tenant: string, g: TenantGraph): void {
+  #advanced(tenant: TenantId, g: TenantGraph): void {
     const held = this.#held.get(tenant);
     if (held !== undefined) {
       if (held.graph === g) {
@@ -188,7 +176,7 @@ export class TenantCache {
   }
 
   /** The wait for a missing change is over: replay the changelog, or give the graph up. */
-  async #fillGap(tenant: string, held: Held, replay: Replay): Promise<void> {
+  async #fillGap(tenant: TenantId, held: Held, replay: Replay): Promise<void> {
     const g = held.graph;
     if (this.#held.get(tenant) !== held) return;
     if (this.#lru.peek(tenant) === g) {
@@ -207,7 +195,7 @@ export class TenantCache {
   }
 
   /** Forgets the held changes of a graph and lets their writers go (the graph is current or gone). */
-  #release(tenant: string, held: Held): void {
+  #release(tenant: TenantId, held: Held): void {
     clearTimeout(held.timer);
     if (this.#held.get(tenant) === held) this.#held.delete(tenant);
     for (const w of held.waiting) w.resolve(true);
@@ -219,7 +207,7 @@ export class TenantCache {
    * Resolves true once the tenant's cached graph reaches `revision`, false after `timeoutMs`.
    * `refresh` is called while waiting, so a change committed elsewhere is picked up too.
    */
-  waitFor(tenant: string, revision: number, timeoutMs: number, refresh: () => Promise<void>): Promise<boolean> {
+  waitFor(tenant: TenantId, revision: number, timeoutMs: number, refresh: () => Promise<void>): Promise<boolean> {
     const g = this.#lru.peek(tenant);
     if (g !== undefined && g.revision >= revision) return Promise.resolve(true);
     return new Promise((resolve) => {
@@ -247,7 +235,7 @@ export class TenantCache {
     });
   }
 
-  async #hydrate(tenant: string): Promise<TenantGraph> {
+  async #hydrate(tenant: TenantId): Promise<TenantGraph> {
     for (;;) {
       const snapshot = await this.#load(tenant);
       const floor = this.#floor.get(tenant) ?? 0;
@@ -261,7 +249,7 @@ export class TenantCache {
     }
   }
 
-  #wake(tenant: string, revision: number): void {
+  #wake(tenant: TenantId, revision: number): void {
     const list = this.#waiters.get(tenant);
     if (list === undefined) return;
     for (const w of [...list]) if (w.revision <= revision) w.resolve(true);

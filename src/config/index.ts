@@ -62,6 +62,24 @@ function unavailable(cfg: Config, explicit: ReadonlySet<string>): void {
   if (explicit.has('AUTH_METRICS_PORT') && cfg.AUTH_METRICS_PORT !== 0) refuse(`AUTH_METRICS_PORT=${cfg.AUTH_METRICS_PORT} (Prometheus metrics; 0 turns them off)`);
 }
 
+/** The settings of `config/<NODE_ENV>.json`, or none when the file does not exist. */
+function readConfigFile(file: string, props: Record<ConfigKey, PropSchema>): Record<string, unknown> {
+  if (!existsSync(file)) return {};
+  let fromFile: unknown;
+  try {
+    fromFile = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
+    throw new ConfigError(`${file} must hold a JSON object of AUTH_* settings`);
+  }
+  for (const k of Object.keys(fromFile)) {
+    if (!(k in props)) throw new ConfigError(`${file}: unknown setting ${k}`);
+  }
+  return fromFile as Record<string, unknown>;
+}
+
 /**
  * Reads the settings: defaults, then `config/<NODE_ENV>.json` when present, then the environment.
  * Validates every value against {@link configSchema} and the rules between them, and freezes the
@@ -73,21 +91,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   /** Keys set by the file or the environment (not defaults). */
   const given = new Set<string>();
   const file = join(cwd, 'config', `${env.NODE_ENV ?? 'production'}.json`);
-  if (existsSync(file)) {
-    let fromFile: unknown;
-    try {
-      fromFile = JSON.parse(readFileSync(file, 'utf8'));
-    } catch (err) {
-      throw new ConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
-    }
-    if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
-      throw new ConfigError(`${file} must hold a JSON object of AUTH_* settings`);
-    }
-    for (const [k, v] of Object.entries(fromFile)) {
-      if (!(k in props)) throw new ConfigError(`${file}: unknown setting ${k}`);
-      merged[k] = v;
-      given.add(k);
-    }
+  for (const [k, v] of Object.entries(readConfigFile(file, props))) {
+    merged[k] = v;
+    given.add(k);
   }
   for (const key of Object.keys(props) as ConfigKey[]) {
     const raw = env[key];

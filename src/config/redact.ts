@@ -5,7 +5,7 @@ const SECRET_KEYS: ReadonlySet<string> = new Set<ConfigKey>(['AUTH_JWT_SECRET_KE
 /** Settings that are URLs whose password is a secret. */
 const URL_KEYS: ReadonlySet<string> = new Set<ConfigKey>(['AUTH_POSTGRESQL_URL', 'AUTH_REDIS_URL']);
 
-export const REDACTED = '[redacted]';
+const REDACTED = '[redacted]';
 
 /** A setting's value as it may be shown: secrets replaced, a URL's password replaced. */
 export function shownValue(key: string, value: unknown): unknown {

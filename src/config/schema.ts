@@ -73,7 +73,7 @@ export interface Config {
   readonly AUTH_DB_BREAKER_THRESHOLD: number;
   /** How long an open circuit refuses before one probe is let through. */
   readonly AUTH_DB_BREAKER_COOLDOWN_MS: number;
-  /** With Redis: how often cached clients' revisions are compared with the database. */
+  /** With Redis: how often cached tenants' revisions are compared with the database. */
   readonly AUTH_REVALIDATE_MS: number;
   /** `uws` (uWebSockets.js, native only), `node` (node:http) or `auto`: uws where it loads, else node. */
   readonly AUTH_HTTP_ENGINE: 'auto' | 'uws' | 'node';

@@ -6,9 +6,10 @@ import { timestamp } from '../time/index.ts';
 import type { Cursors } from './cursor.ts';
 import type { Query } from './query.ts';
 import { send, successPrefix, successTail, type CorsPolicy } from './reply.ts';
-import type { RequestTarget } from './responder.ts';
+import type { TenantTarget } from './responder.ts';
 import type { ListRoute, LogRoute, Route, WriteRoute } from './routes/index.ts';
 import { data as dataSchemas, type DataSchemaName } from './schemas/index.ts';
+import type { TenantId } from '../authz/tenant.ts';
 
 /** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
 const MAX_CHANGES = 10_000;
@@ -18,7 +19,7 @@ const HAS_TRUE = `${successPrefix(200, 'OK')}{"has_permission":true},"timestamp"
 const HAS_FALSE = `${successPrefix(200, 'OK')}{"has_permission":false},"timestamp":"`;
 
 /** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
-export type ChangelogReader = (tenant: string, since: number, limit: number) => Promise<ChangeRecord[]>;
+export type ChangelogReader = (tenant: TenantId, since: number, limit: number) => Promise<ChangeRecord[]>;
 
 /**
  * The success bodies of /api routes, from serialisers compiled once at start-up: reads answered
@@ -40,7 +41,7 @@ export class Answers {
   }
 
   /** Answers a read route from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */
-  read(t: RequestTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
+  read(t: TenantTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
     let text: string;
     if (route.id === 'has_permission') {
       text = (g.check(p[0] as string, p[1] as string) ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
@@ -60,7 +61,7 @@ export class Answers {
   }
 
   /** A page of the tenant's changelog (read from the database, not the graph). */
-  async changesPage(t: RequestTarget, route: LogRoute, query: Query): Promise<string> {
+  async changesPage(t: TenantTarget, route: LogRoute, query: Query): Promise<string> {
     const bound = [String(query.since)];
     let since = query.since;
     if (query.cursor !== undefined) since = Math.max(since, Number(this.#cursors.open(t.tenant, route.id, bound, query.cursor)));
@@ -73,7 +74,7 @@ export class Answers {
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
   }
 
-  #listPage(t: RequestTarget, route: ListRoute, g: TenantGraph, p: string[], limit: number | undefined, cursor: string | undefined): string {
+  #listPage(t: TenantTarget, route: ListRoute, g: TenantGraph, p: string[], limit: number | undefined, cursor: string | undefined): string {
     const after = cursor === undefined ? undefined : this.#cursors.open(t.tenant, route.id, p, cursor);
     const page = pageAfter(route.names(g, p), after, limit);
     const next = page.after === undefined ? undefined : this.#cursors.sign(t.tenant, route.id, p, page.after);

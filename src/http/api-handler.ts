@@ -1,10 +1,11 @@
-import { decodeName, type NameField } from '../authz/names.ts';
+import type { NameField } from '../authz/names.ts';
 import type { TenantCache } from '../cache/index.ts';
 import { AppError, appError } from '../errors/index.ts';
 import type { Answers } from './answers.ts';
 import { readBody } from './body.ts';
 import type { Credentials } from './credentials.ts';
 import type { Handler } from './engine/port.ts';
+import { decodeName } from './path-names.ts';
 import { NO_QUERY, parseQuery } from './query.ts';
 import type { Responder } from './responder.ts';
 import type { Route } from './routes/index.ts';
@@ -50,11 +51,11 @@ export class ApiHandler {
     const params = route.params;
     return (res, req) => {
       const tenant = this.#credentials.tenantOf(req.getHeader('authorization'));
-      const t = this.#responder.target(res, req, tenant ?? '');
       if (tenant === undefined) {
-        this.#responder.error(t, appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
+        this.#responder.error(this.#responder.target(res, req, ''), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
         return;
       }
+      const t = this.#responder.target(res, req, tenant);
       const p: string[] = [];
       let query = NO_QUERY;
       let failure: AppError | undefined;

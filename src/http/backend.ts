@@ -1,4 +1,5 @@
 import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
+import type { TenantId } from '../authz/tenant.ts';
 
 /** What the HTTP layer needs from the rest of the worker; it never touches a store directly. */
 export interface Backend {
@@ -6,11 +7,11 @@ export interface Backend {
    * Commits one change and reports the outcome, once the change is applied to every cached graph
    * of this instance (so any later request, on any connection, sees it).
    */
-  write(tenant: string, change: Change): Promise<WriteOutcome>;
+  write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
   /** The tenant's changelog after `since`, ascending, at most `limit` entries. */
-  changes(tenant: string, since: number, limit: number): Promise<ChangeRecord[]>;
+  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /** The tenant's committed revision, read from the database. */
-  revision(tenant: string): Promise<number>;
+  revision(tenant: TenantId): Promise<number>;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady(): Promise<string[]>;
 }

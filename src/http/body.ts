@@ -10,7 +10,7 @@ export type BodyResult = { readonly value: unknown; readonly error?: undefined }
 const JSON_TYPE = /^application\/(?:json|[^\s/;]+\+json)$/;
 
 /** `application/json` or `application/*+json`, with any parameters, in any case. */
-export function isJsonContentType(header: string): boolean {
+function isJsonContentType(header: string): boolean {
   const semi = header.indexOf(';');
   return JSON_TYPE.test((semi < 0 ? header : header.slice(0, semi)).trim().toLowerCase());
 }

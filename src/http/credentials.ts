@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { TenantId } from '../authz/tenant.ts';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 const MAX_REMEMBERED = 100_000;
@@ -10,10 +11,10 @@ const MAX_REMEMBERED = 100_000;
  * logged or echoed.
  */
 export class Credentials {
-  #known = new Map<string, string>();
+  #known = new Map<string, TenantId>();
 
   /** The tenant of a valid header, or undefined (then the answer is 401). */
-  tenantOf(header: string): string | undefined {
+  tenantOf(header: string): TenantId | undefined {
     const known = this.#known.get(header);
     if (known !== undefined) return known;
     const tenant = parse(header);
@@ -24,12 +25,13 @@ export class Credentials {
   }
 }
 
-/** Tenant id of a canonical client key. */
-export function tenantOfKey(key: string): string {
-  return createHash('sha256').update(key.toLowerCase()).digest('hex');
+/** Tenant id of a client key: the hex SHA-256 of its canonical (lower-case) form. */
+export function tenantOfKey(key: string): TenantId {
+  // The one place a key becomes a TenantId: its hash is what the brand stands for.
+  return createHash('sha256').update(key.toLowerCase()).digest('hex') as TenantId;
 }
 
-function parse(header: string): string | undefined {
+function parse(header: string): TenantId | undefined {
   // `Bearer <credential>`: scheme case-insensitive, separated by one or more spaces.
   if (header.length < 7 || header.slice(0, 6).toLowerCase() !== 'bearer' || header[6] !== ' ') return undefined;
   const credential = header.slice(7).trim();

@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { appError } from '../errors/index.ts';
+import type { TenantId } from '../authz/tenant.ts';
 
 /**
  * Opaque pagination cursors: the key the next page starts after, signed with a secret kept in the
@@ -13,12 +14,12 @@ export class Cursors {
     this.#secret = secret;
   }
 
-  sign(tenant: string, route: string, params: readonly string[], after: string): string {
+  sign(tenant: TenantId, route: string, params: readonly string[], after: string): string {
     return `${Buffer.from(after).toString('base64url')}.${this.#mac(tenant, route, params, after).toString('base64url')}`;
   }
 
   /** The key a cursor starts after; 400 when it was not issued for this tenant, route and params. */
-  open(tenant: string, route: string, params: readonly string[], cursor: string): string {
+  open(tenant: TenantId, route: string, params: readonly string[], cursor: string): string {
     const dot = cursor.indexOf('.');
     const invalid = appError('ERR_VALIDATION_CURSOR');
     if (dot <= 0 || cursor.length > 1024) throw invalid;
@@ -29,7 +30,7 @@ export class Cursors {
     return after;
   }
 
-  #mac(tenant: string, route: string, params: readonly string[], after: string): Buffer {
+  #mac(tenant: TenantId, route: string, params: readonly string[], after: string): Buffer {
     const h = createHmac('sha256', this.#secret);
     h.update(`${tenant}\n${route}\n${params.join('\n')}\n${after}`);
     return h.digest().subarray(0, 16);

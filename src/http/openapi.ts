@@ -8,57 +8,57 @@ const plainJson = (description: string, schema: object) => ({
   content: { 'application/json': { schema } },
 });
 
-/** The OpenAPI 3.1 document of every route, built from the schemas that validate and serialise. */
-export function buildOpenApi(routes: readonly Route[]): object {
-  const paths: Record<string, Record<string, object>> = {};
-  for (const r of routes) {
-    const list = r.kind === 'list';
-    const parameters: object[] = r.params.map((p) => ({
-      name: p,
-      in: 'path',
-      required: true,
-      description: `${p} name: ${NAME_RULE}, percent-encoded`,
-      schema: name,
-    }));
-    if (list) {
-      parameters.push(
-        { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 10000 } },
-        { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'next_cursor of the previous page' },
-      );
-    }
+/** The parameters of a route: its names in the path, paging for lists, the headers all share. */
+function parametersOf(r: Route): object[] {
+  const parameters: object[] = r.params.map((p) => ({
+    name: p,
+    in: 'path',
+    required: true,
+    description: `${p} name: ${NAME_RULE}, percent-encoded`,
+    schema: name,
+  }));
+  if (r.kind === 'list') {
     parameters.push(
-      { name: 'X-Authz-Min-Revision', in: 'header', required: false, schema: { type: 'integer', minimum: 0 } },
-      { name: 'X-Request-Id', in: 'header', required: false, schema: { type: 'string', maxLength: 128 } },
+      { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 10000 } },
+      { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'next_cursor of the previous page' },
     );
-    const responses: Record<string, object> = {
-      [r.status]: { description: r.message, content: { 'application/json': { schema: envelope(data[r.data], list) } } },
-      400: error('Invalid name, query, header or body'),
-      401: error('Missing or invalid credential'),
-      503: error('Revision not reached in time, or database unavailable'),
-    };
-    if (r.params.includes('role') && r.id !== 'role.create') responses[404] = error('Role (or grant, or membership) not found');
-    if (r.kind === 'write' && r.method === 'POST') responses[409] = error('Already exists');
-    if (r.body !== undefined) {
-      responses[413] = error('Body too large');
-      responses[415] = error('Body is not JSON');
-    }
-    const op: Record<string, unknown> = { operationId: r.id, summary: r.summary, parameters, responses, security: [{ bearer: [] }] };
-    if (r.body !== undefined && r.body !== 'none') {
-      op.requestBody = { required: r.body === 'check', content: { 'application/json': { schema: bodies[r.body] } } };
-    }
-    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
-  paths['/ping'] = {
+  parameters.push(
+    { name: 'X-Authz-Min-Revision', in: 'header', required: false, schema: { type: 'integer', minimum: 0 } },
+    { name: 'X-Request-Id', in: 'header', required: false, schema: { type: 'string', maxLength: 128 } },
+  );
+  return parameters;
+}
+
+function responsesOf(r: Route): Record<string, object> {
+  const responses: Record<string, object> = {
+    [r.status]: { description: r.message, content: { 'application/json': { schema: envelope(data[r.data], r.kind === 'list') } } },
+    400: error('Invalid name, query, header or body'),
+    401: error('Missing or invalid credential'),
+    503: error('Revision not reached in time, or database unavailable'),
+  };
+  if (r.params.includes('role') && r.id !== 'role.create') responses[404] = error('Role (or grant, or membership) not found');
+  if (r.kind === 'write' && r.method === 'POST') responses[409] = error('Already exists');
+  if (r.body !== undefined) {
+    responses[413] = error('Body too large');
+    responses[415] = error('Body is not JSON');
+  }
+  return responses;
+}
+
+/** The routes outside /api: no credential. */
+const PLAIN_PATHS: Record<string, Record<string, object>> = {
+  '/ping': {
     get: {
       operationId: 'ping',
       summary: 'Liveness without authentication',
       responses: { 200: plainJson('pong', { type: 'object', properties: { message: { const: 'pong' }, status: { const: 'ok' }, timestamp: { type: 'string' } } }) },
     },
-  };
-  paths['/health'] = {
+  },
+  '/health': {
     get: { operationId: 'health', summary: 'The process runs', responses: { 200: plainJson('ok', { type: 'object', properties: { status: { const: 'ok' } } }) } },
-  };
-  paths['/ready'] = {
+  },
+  '/ready': {
     get: {
       operationId: 'ready',
       summary: 'The database answers and migrations are applied',
@@ -67,8 +67,21 @@ export function buildOpenApi(routes: readonly Route[]): object {
         503: plainJson('not ready', { type: 'object', properties: { status: { type: 'string' }, missing: { type: 'array', items: { type: 'string' } } } }),
       },
     },
-  };
-  paths['/openapi.json'] = { get: { operationId: 'openapi', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } };
+  },
+  '/openapi.json': { get: { operationId: 'openapi', summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } } },
+};
+
+/** The OpenAPI 3.1 document of every route, built from the schemas that validate and serialise. */
+export function buildOpenApi(routes: readonly Route[]): object {
+  const paths: Record<string, Record<string, object>> = {};
+  for (const r of routes) {
+    const op: Record<string, unknown> = { operationId: r.id, summary: r.summary, parameters: parametersOf(r), responses: responsesOf(r), security: [{ bearer: [] }] };
+    if (r.body !== undefined && r.body !== 'none') {
+      op.requestBody = { required: r.body === 'check', content: { 'application/json': { schema: bodies[r.body] } } };
+    }
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  Object.assign(paths, PLAIN_PATHS);
   return {
     openapi: '3.1.0',
     info: { title: 'rbac-gateway', version: '1', description: 'Role-based authorization per client key, answered from memory.' },

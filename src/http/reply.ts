@@ -11,7 +11,7 @@ export interface ReplyTarget {
   readonly origin: string;
 }
 
-export const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
+const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
   Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]),
 );
 
@@ -46,7 +46,7 @@ export function corsPolicy(enabled: boolean, origins: string): CorsPolicy {
 }
 
 export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id, X-Authz-Min-Revision';
-export const CORS_EXPOSE_HEADERS = 'X-Request-Id, X-Authz-Revision, Retry-After, Allow';
+const CORS_EXPOSE_HEADERS = 'X-Request-Id, X-Authz-Revision, Retry-After, Allow';
 
 // ---- writing ----------------------------------------------------------------------------------
 

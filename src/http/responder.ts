@@ -1,3 +1,4 @@
+import type { TenantId } from '../authz/tenant.ts';
 import { appError, type AppError } from '../errors/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { EngineRequest, EngineResponse } from './engine/port.ts';
@@ -10,9 +11,14 @@ import { corked, errorBody, errorHeaders, requestIdOf, send, type CorsPolicy, ty
  */
 export interface RequestTarget extends ReplyTarget {
   /** The tenant of an authenticated /api request, else ''. */
-  readonly tenant: string;
-  /** Set when the client went away before the answer; corked replies then write nothing. */
+  readonly tenant: TenantId | '';
+  /** Set when the caller went away before the answer; corked replies then write nothing. */
   aborted: boolean;
+}
+
+/** The target of an authenticated /api request: everything past the credential check takes one. */
+export interface TenantTarget extends RequestTarget {
+  readonly tenant: TenantId;
 }
 
 /** Targets of requests, and the error answers every route shares. */
@@ -26,7 +32,7 @@ export class Responder {
   }
 
   /** Reads what the reply needs from `req`; call during the handler's synchronous part. */
-  target(res: EngineResponse, req: EngineRequest, tenant: string): RequestTarget {
+  target<T extends TenantId | ''>(res: EngineResponse, req: EngineRequest, tenant: T): RequestTarget & { readonly tenant: T } {
     return {
       res,
       requestId: requestIdOf(req.getHeader('x-request-id')),

@@ -7,14 +7,15 @@ import type { BodyResult } from './body.ts';
 import type { Drain } from './drain.ts';
 import type { Query } from './query.ts';
 import { corked, send } from './reply.ts';
-import type { RequestTarget, Responder } from './responder.ts';
+import type { Responder, TenantTarget } from './responder.ts';
 import type { ListRoute, LogRoute, ReadRoute, Route, WriteRoute } from './routes/index.ts';
+import type { TenantId } from '../authz/tenant.ts';
 
 const MIN_REVISION_WAIT_MS = 1000;
 
 /**
  * The asynchronous answers of /api: hydration, bodies, writes, the changelog and revision waits.
- * Every reply is corked (it is written outside the engine's handler) and skipped if the client
+ * Every reply is corked (it is written outside the engine's handler) and skipped if the caller
  * went away.
  */
 export class SlowPath {
@@ -33,14 +34,14 @@ export class SlowPath {
   }
 
   /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
-  start(t: RequestTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): void {
+  start(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): void {
     t.res.onAborted(() => {
       t.aborted = true;
     });
     this.#drain.track(this.#answer(t, route, p, query, failure, body).catch((err: unknown) => this.#failed(t, err)));
   }
 
-  async #answer(t: RequestTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+  async #answer(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#responder.error(t, failure, g.revision));
     let value: unknown;
@@ -54,20 +55,20 @@ export class SlowPath {
     return this.#read(t, route, p, query, value, g);
   }
 
-  async #write(t: RequestTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
+  async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
     const outcome = await this.#backend.write(t.tenant, route.change(p, value));
     if (!outcome.ok) return corked(t, () => this.#responder.error(t, fromWire(outcome.error), outcome.revision));
     const text = this.#answers.written(route, outcome, p);
     corked(t, () => send(t, this.#responder.cors, route.status, text, outcome.revision));
   }
 
-  async #changes(t: RequestTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
+  async #changes(t: TenantTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
     const text = await this.#answers.changesPage(t, route, query);
     corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
   }
 
   /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
-  async #read(t: RequestTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
+  async #read(t: TenantTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
     if (query.minRevision > loaded.revision) {
       const reached = await this.#cache.waitFor(t.tenant, query.minRevision, MIN_REVISION_WAIT_MS, () => this.#refresh(t.tenant));
       if (!reached) {
@@ -87,20 +88,20 @@ export class SlowPath {
   }
 
   /** Picks up a change committed by another process: rehydrates when the database is ahead. */
-  async #refresh(tenant: string): Promise<void> {
+  async #refresh(tenant: TenantId): Promise<void> {
     const stored = await this.#backend.revision(tenant);
     const g = this.#cache.get(tenant);
     if (g === undefined || stored > g.revision) await this.#cache.reload(tenant);
   }
 
   /** A 4xx thrown on the way is the answer; anything else is a 500. */
-  #failed(t: RequestTarget, err: unknown): void {
+  #failed(t: TenantTarget, err: unknown): void {
     if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#responder.error(t, err, this.#cache.get(t.tenant)?.revision));
     this.#responder.internal(t, err);
   }
 
   /** The revision of the tenant's cached graph now, else of the one this request loaded. */
-  #revisionOr(t: RequestTarget, loaded: TenantGraph): number {
+  #revisionOr(t: TenantTarget, loaded: TenantGraph): number {
     return (this.#cache.get(t.tenant) ?? loaded).revision;
   }
 }

@@ -1,6 +1,13 @@
-import type { ChangeMessage, ToPrimary } from './messages.ts';
-import { isToWorker } from './messages.ts';
+import { isTagged, type ChangeMessage, type ChangeToPrimary, type ChangeToWorker } from './messages.ts';
 import type { Bus } from './port.ts';
+
+/** Sends to the primary; false when it is gone. */
+function send(m: ChangeToPrimary): boolean {
+  if (!process.connected || process.send === undefined) return false;
+  // process.send returning false only means the channel is backed up: the message is queued.
+  process.send(m);
+  return true;
+}
 
 /**
  * The IPC adapter, worker side: changes go to the primary, which fans them out to the other
@@ -8,12 +15,6 @@ import type { Bus } from './port.ts';
  * at once: the change is committed, and there is nobody left to tell.
  */
 export function ipcBus(): Bus & { join(): Promise<void> } {
-  // process.send returning false only means the channel is backed up: the message is queued.
-  const send = (m: ToPrimary): boolean => {
-    if (!process.connected || process.send === undefined) return false;
-    process.send(m);
-    return true;
-  };
   const pending = new Map<number, () => void>();
   let nextId = 1;
   const settle = (id: number): void => {
@@ -23,8 +24,10 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
   let handler: ((msg: ChangeMessage) => Promise<void>) | undefined;
   let welcomed: (() => void) | undefined;
 
-  const onMessage = (m: unknown): void => {
-    if (!isToWorker(m)) return;
+  // The primary's other messages (primary/protocol.ts) share the channel: only these are ours.
+  const onMessage = (raw: unknown): void => {
+    if (!isTagged(raw)) return;
+    const m = raw as ChangeToWorker;
     if (m.t === 'welcome') {
       welcomed?.();
     } else if (m.t === 'settled') {

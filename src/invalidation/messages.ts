@@ -1,31 +1,34 @@
 import type { Change } from '../authz/changes.ts';
+import type { TenantId } from '../authz/tenant.ts';
 
-/** A committed change as it travels between workers (and, later, instances). Versioned. */
+/** A committed change as it travels between workers (and, through Redis, instances). Versioned. */
 export interface ChangeMessage {
   readonly v: 1;
-  readonly tenant: string;
+  readonly tenant: TenantId;
   readonly revision: number;
   readonly change: Change;
 }
 
-/** Worker ↔ primary IPC messages. */
-export type ToPrimary =
+/**
+ * The change fan-out's IPC messages, worker → primary: join the receivers (`hello`), changes
+ * committed in one turn of the worker's event loop in commit order (`change`), and the
+ * acknowledgement of an `apply` (`ack`). The primary's other messages are in primary/protocol.ts.
+ */
+export type ChangeToPrimary =
   | { readonly t: 'hello' }
-  | { readonly t: 'ready'; readonly port: number }
-  | { readonly t: 'fatal'; readonly message: string }
-  /** Changes committed in one turn of the worker's event loop, in commit order. */
   | { readonly t: 'change'; readonly id: number; readonly msgs: readonly ChangeMessage[] }
   | { readonly t: 'ack'; readonly id: number };
 
-export type ToWorker =
+/** The change fan-out's IPC messages, primary → worker. */
+export type ChangeToWorker =
   | { readonly t: 'welcome' }
   | { readonly t: 'apply'; readonly id: number; readonly msgs: readonly ChangeMessage[] }
-  | { readonly t: 'settled'; readonly id: number }
-  /** Whether the instance's Redis subscription is live (sent on join and on every change). */
-  | { readonly t: 'redis'; readonly subscribed: boolean }
-  | { readonly t: 'shutdown' };
+  | { readonly t: 'settled'; readonly id: number };
 
-export function isToPrimary(m: unknown): m is ToPrimary {
+/**
+ * Whether an IPC message has the shape every message of the service has (`{t: string}`). IPC
+ * comes only from our own processes, so the tag is what tells the messages apart.
+ */
+export function isTagged(m: unknown): m is { readonly t: string } {
   return typeof m === 'object' && m !== null && typeof (m as { t?: unknown }).t === 'string';
 }
-export const isToWorker = isToPrimary as unknown as (m: unknown) => m is ToWorker;

@@ -1,3 +1,4 @@
+import type { Logger } from '../log/index.ts';
 import type { ChangeMessage } from './messages.ts';
 
 /**
@@ -13,9 +14,25 @@ export interface Bus {
   close(): Promise<void>;
 }
 
-/** For a process that is the only holder of graphs. */
-export const noopBus: Bus = {
-  publish: () => Promise.resolve(),
-  subscribe: () => undefined,
-  close: () => Promise.resolve(),
-};
+/**
+ * The primary's side of the bus between instances: changes committed by this instance's workers
+ * go out, changes committed by other instances come in (see invalidation/redis.ts).
+ */
+export interface RedisBridge {
+  /** Publishes a change committed here; a change that cannot be sent is caught by revalidation. */
+  publish(msg: ChangeMessage): void;
+  /** Whether the subscription is live (for /ready). */
+  readonly subscribed: boolean;
+  close(): Promise<void>;
+}
+
+export interface RedisBridgeOptions {
+  readonly url: string;
+  /** This instance's id: its own messages coming back are ignored. */
+  readonly instance: string;
+  /** A change committed by another instance. */
+  readonly onChange: (msg: ChangeMessage) => void;
+  /** The subscription went up or down. After it comes back up, messages may have been missed. */
+  readonly onState: (subscribed: boolean) => void;
+  readonly log: Logger;
+}

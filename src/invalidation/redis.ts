@@ -1,15 +1,16 @@
 import { Redis } from 'ioredis';
-import type { Logger } from '../log/index.ts';
 import type { ChangeMessage } from './messages.ts';
+import type { RedisBridge, RedisBridgeOptions } from './port.ts';
 
 /** The channel every instance publishes its committed changes on. */
-export const CHANGES_CHANNEL = 'rbac-gateway:changes:v1';
+const CHANGES_CHANNEL = 'rbac-gateway:changes:v1';
 
 /** What travels through Redis: a change message and the instance that committed it. */
 interface RedisEnvelope extends ChangeMessage {
   readonly from: string;
 }
 
+/** Whether `x` is an envelope; its tenant must look like a TenantId (64 hex digits, a key's hash). */
 function isEnvelope(x: unknown): x is RedisEnvelope {
   if (typeof x !== 'object' || x === null) return false;
   const m = x as Record<string, unknown>;
@@ -26,24 +27,24 @@ function isEnvelope(x: unknown): x is RedisEnvelope {
   );
 }
 
-export interface RedisBridge {
-  /** Publishes a change committed here; a change that cannot be sent is caught by revalidation. */
-  publish(msg: ChangeMessage): void;
-  /** Whether the subscription is live (for /ready). */
-  readonly subscribed: boolean;
-  close(): Promise<void>;
+function parseEnvelope(text: string): RedisEnvelope | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  return isEnvelope(parsed) ? parsed : undefined;
 }
 
-export interface RedisBridgeOptions {
-  readonly url: string;
-  /** This instance's id: its own messages coming back are ignored. */
-  readonly instance: string;
-  /** A change committed by another instance. */
-  readonly onChange: (msg: ChangeMessage) => void;
-  /** The subscription went up or down. After it comes back up, messages may have been missed. */
-  readonly onState: (subscribed: boolean) => void;
-  readonly log: Logger;
-}
+/** ioredis options of both connections: fail fast while Redis is away, reconnect with backoff. */
+const CONNECTION = {
+  lazyConnect: false,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 2000,
+  retryStrategy: (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2000),
+};
 
 /**
  * The Redis adapter of the invalidation bus, run by the primary: changes committed by this
@@ -52,15 +53,8 @@ export interface RedisBridgeOptions {
  * is down): the workers' periodic revalidation is the backstop, and a reconnect triggers one.
  */
 export function redisBridge(o: RedisBridgeOptions): RedisBridge {
-  const common = {
-    lazyConnect: false,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2000,
-    retryStrategy: (times: number): number => Math.min(100 * 2 ** Math.min(times, 5), 2000),
-  };
-  const pub = new Redis(o.url, { ...common, connectionName: `rbac-gateway-pub-${o.instance}` });
-  const sub = new Redis(o.url, { ...common, autoResubscribe: false, connectionName: `rbac-gateway-sub-${o.instance}` });
+  const pub = new Redis(o.url, { ...CONNECTION, connectionName: `rbac-gateway-pub-${o.instance}` });
+  const sub = new Redis(o.url, { ...CONNECTION, autoResubscribe: false, connectionName: `rbac-gateway-sub-${o.instance}` });
   let subscribed = false;
   let closing = false;
   const setState = (up: boolean): void => {
@@ -89,13 +83,8 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
   sub.on('close', () => setState(false));
   sub.on('message', (channel: string, text: string) => {
     if (channel !== CHANGES_CHANNEL) return;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    if (!isEnvelope(parsed)) {
+    const parsed = parseEnvelope(text);
+    if (parsed === undefined) {
       o.log.warn('ignored a malformed message on the changes channel', { bytes: text.length });
       return;
     }

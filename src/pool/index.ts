@@ -1,6 +1,7 @@
 import { extname } from 'node:path';
 import { Piscina } from 'piscina';
-import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
+import type { TenantId } from '../authz/tenant.ts';
 import { fromWire } from '../errors/index.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
 import type { BatchStore, PendingWrite, WriteSettled } from '../store/port.ts';
@@ -22,7 +23,8 @@ export class PooledStore implements BatchStore {
   constructor(settings: StoreSettings, threads: number) {
     const plan = planThreads(settings, threads);
     this.#pool = new Piscina({
-      // One task file per adapter, so a thread loads only its driver; it has this module's own
+      // One task file per adapter, so a thread loads only its driver: the store factory inside
+      // threads (store/index.ts `openStore` is the one outside). It has this module's own
       // extension: .ts under tsx, .js once compiled.
       filename: new URL(`./tasks/${settings.type === 'sqlite' ? 'sqlite' : 'postgres'}-task${extname(import.meta.url)}`, import.meta.url).href,
       workerData: plan.settings,
@@ -49,25 +51,19 @@ export class PooledStore implements BatchStore {
     return reply.value;
   }
 
-  load(tenant: string): Promise<Snapshot> {
+  load(tenant: TenantId): Promise<Snapshot> {
     return this.#run({ kind: 'load', tenant });
   }
-  revision(tenant: string): Promise<number> {
+  revision(tenant: TenantId): Promise<number> {
     return this.#run({ kind: 'revision', tenant });
   }
-  revisions(tenants: readonly string[]): Promise<Array<[string, number]>> {
+  revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     return this.#run({ kind: 'revisions', tenants });
-  }
-  async write(tenant: string, change: Change): Promise<WriteOutcome> {
-    const [settled] = await this.writeMany([{ tenant, change }]);
-    if (settled === undefined) throw new Error('the pool answered no write');
-    if (!settled.ok) throw fromWire(settled.error);
-    return settled.value;
   }
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     return this.#run({ kind: 'writeMany', writes });
   }
-  changes(tenant: string, since: number, limit: number): Promise<ChangeRecord[]> {
+  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     return this.#run({ kind: 'changes', tenant, since, limit });
   }
   async cursorSecret(): Promise<Buffer> {

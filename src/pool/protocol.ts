@@ -1,21 +1,22 @@
 import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
+import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
 import type { PendingWrite, WriteSettled } from '../store/port.ts';
 
 /** Every task a pool thread runs, and what each answers. One file, so both sides agree. */
 export type Task =
-  | { readonly kind: 'load'; readonly tenant: string }
-  | { readonly kind: 'revision'; readonly tenant: string }
-  | { readonly kind: 'revisions'; readonly tenants: readonly string[] }
+  | { readonly kind: 'load'; readonly tenant: TenantId }
+  | { readonly kind: 'revision'; readonly tenant: TenantId }
+  | { readonly kind: 'revisions'; readonly tenants: readonly TenantId[] }
   | { readonly kind: 'writeMany'; readonly writes: readonly PendingWrite[] }
-  | { readonly kind: 'changes'; readonly tenant: string; readonly since: number; readonly limit: number }
+  | { readonly kind: 'changes'; readonly tenant: TenantId; readonly since: number; readonly limit: number }
   | { readonly kind: 'cursorSecret' }
   | { readonly kind: 'ping' };
 
 export interface TaskValue {
   load: Snapshot;
   revision: number;
-  revisions: Array<[string, number]>;
+  revisions: Array<[TenantId, number]>;
   writeMany: WriteSettled[];
   changes: ChangeRecord[];
   /** Hex, so it crosses the thread boundary as a plain string. */

@@ -1,6 +1,7 @@
 import type { Worker } from 'node:cluster';
 import type { Logger } from '../log/index.ts';
-import type { ChangeMessage, ToWorker } from '../invalidation/messages.ts';
+import type { ChangeMessage } from '../invalidation/messages.ts';
+import type { ToWorker } from './protocol.ts';
 
 interface PendingChange {
   /** The worker that committed the change (waiting for `settled`). */
@@ -21,8 +22,6 @@ export class ChangeHub {
   readonly #ackTimeoutMs: number;
   readonly #log: Logger;
   #nextId = 1;
-  /** Workers killed for not acknowledging in time. */
-  laggardsKilled = 0;
 
   constructor(ackTimeoutMs: number, log: Logger) {
     this.#ackTimeoutMs = ackTimeoutMs;
@@ -80,7 +79,6 @@ export class ChangeHub {
     for (const id of [...p.waiting]) {
       const w = this.#joined.get(id);
       this.#log.warn('worker did not acknowledge a change in time; replacing it', { worker: id, pid: w?.process.pid, timeout_ms: this.#ackTimeoutMs });
-      this.laggardsKilled++;
       w?.process.kill('SIGKILL');
       this.leave(id);
     }

@@ -1,9 +1,9 @@
 import type { Worker } from 'node:cluster';
 import { randomUUID } from 'node:crypto';
-import type { ToPrimary } from '../invalidation/messages.ts';
-import type { RedisBridge } from '../invalidation/redis.ts';
+import { startRedisBridge, type RedisBridge } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { ChangeHub } from './hub.ts';
+import type { ToPrimary } from './protocol.ts';
 
 /** The workers' change traffic: their IPC fan-out (the hub) and, when configured, the other instances (Redis). */
 export class ChangeRelay {
@@ -46,8 +46,7 @@ export class ChangeRelay {
 /** The relay of this instance, bridged through Redis to the other instances when `redisUrl` is set. */
 export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, log: Logger): Promise<ChangeRelay> {
   if (redisUrl === undefined) return new ChangeRelay(hub, undefined);
-  const { redisBridge } = await import('../invalidation/redis.ts'); // ioredis only when Redis is used
-  const redis = redisBridge({
+  const redis = await startRedisBridge({
     url: redisUrl,
     instance: randomUUID(),
     log,

@@ -1,8 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../config/index.ts';
 import type { EngineName } from '../http/engine/index.ts';
-import { isToPrimary, type ToPrimary } from '../invalidation/messages.ts';
 import type { Logger } from '../log/index.ts';
+import { isToPrimary, type ToPrimary } from './protocol.ts';
 import type { ChangeRelay } from './relay.ts';
 
 /** Workers get this long to finish requests in flight on shutdown, plus a margin to exit. */

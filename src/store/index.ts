@@ -5,7 +5,13 @@ import { SqliteStore } from './sqlite/index.ts';
 
 export { planThreads, storeSettings, type PostgresSettings, type StoreSettings, type ThreadPlan } from './settings.ts';
 
-/** Opens the adapter the settings name. */
+/**
+ * The store factory: opens the adapter the settings name. It loads both drivers, so it is for a
+ * process that opens a store itself (the tests, tools). The service opens its store in the pool's
+ * threads instead, where the factory is the task file the pool picks from the same settings
+ * (pool/tasks/sqlite-task.ts, postgres-task.ts: one adapter each, so a thread loads one driver);
+ * the worker (the composition root) chooses by handing the settings to the pool.
+ */
 export function openStore(settings: StoreSettings): StoreAdapter {
   if (settings.type === 'sqlite') return new SqliteStore(settings.sqlitePath);
   if (settings.postgresql === undefined) throw new Error('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');

@@ -20,6 +20,8 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'tenants, roles, grants, memberships, changelog',
+    // The SQL keeps the wire's word: table `clients` holds one row per tenant (`hash` is its
+    // TenantId), and `client_id` is that row's id in the other tables.
     sqlite: [
       `CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
       `INSERT INTO meta (key, value) VALUES ('cursor_secret', lower(hex(randomblob(32))))`,

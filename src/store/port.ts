@@ -1,23 +1,18 @@
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
 
-/** A tenant inside the service: the hex SHA-256 of its canonical client key. */
-export type TenantId = string;
-
 /**
- * The store port. Adapters (SQLite, PostgreSQL) keep every write atomic: the change, the tenant's
- * revision + 1 and a changelog row commit together or not at all. Refusals are values, failures
- * (the database is unreachable, a bug) are thrown.
+ * The store port, reads. Adapters (SQLite, PostgreSQL) also take writes, in batches: see
+ * {@link BatchStore}. Failures (the database is unreachable, a bug) are thrown.
  */
 export interface Store {
   /** Everything the tenant holds, read in one transaction (revision 0 and empty when unknown). */
   load(tenant: TenantId): Promise<Snapshot>;
   /** The tenant's committed revision (0 when unknown). */
   revision(tenant: TenantId): Promise<number>;
-  /** Applies one change in one transaction, checking it against the stored state. */
-  write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
   /**
    * The committed revisions of many tenants in one query (revalidation of a whole cache): pairs
    * for the tenants the database knows; a tenant it does not know is at revision 0.
@@ -32,12 +27,14 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** A store that also takes writes in batches (an adapter, the pool in front of them, the resilient layer). */
+/** The store with its writes (an adapter, the pool in front of them, the resilient layer). */
 export interface BatchStore extends Store {
   /**
-   * Applies many changes as if each were a {@link Store.write}, in the order given for any one
-   * tenant, and settles each on its own: one that fails does not fail the others, unless the
-   * failure is the commit they share (then none of them is in, and each reports that failure).
+   * Applies many changes, in the order given for any one tenant. Each is checked against the
+   * stored state and is atomic: the change, the tenant's revision + 1 and a changelog row commit
+   * together or not at all; a refusal is a value (an outcome), not a failure. Each settles on its
+   * own: one that fails does not fail the others, unless the failure is the commit they share
+   * (then none of them is in, and each reports that failure).
    */
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
 }

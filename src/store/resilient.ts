@@ -1,7 +1,8 @@
-import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import { AppError, errorMessage, fromWire } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import type { BatchStore, PendingWrite, TenantId, WriteSettled } from './port.ts';
+import type { TenantId } from '../authz/tenant.ts';
+import type { BatchStore, PendingWrite, WriteSettled } from './port.ts';
 import { backoffMs, withRetry, type RetryPolicy } from './retry.ts';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -33,8 +34,8 @@ export class CircuitOpenError extends AppError {
 /**
  * The store as the worker uses it: every call goes through the circuit breaker, and calls that
  * failed before reaching a commit are retried with backoff. While the circuit is open, calls fail
- * at once with 503, so requests for uncached clients and writes do not queue behind a dead
- * database; cached clients are answered from memory without coming here.
+ * at once with 503, so requests for uncached tenants and writes do not queue behind a dead
+ * database; cached tenants are answered from memory without coming here.
  */
 export class ResilientStore implements BatchStore {
   readonly #inner: BatchStore;
@@ -77,9 +78,6 @@ export class ResilientStore implements BatchStore {
   }
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     return this.#call(() => this.#inner.revisions(tenants));
-  }
-  write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
-    return this.#call(() => this.#inner.write(tenant, change));
   }
   /**
    * A batch of writes through the breaker. A batch that failed before committing is tried again

@@ -12,7 +12,7 @@ export interface RetryPolicy {
   readonly maxMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 50, maxMs: 1000 };
+const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 50, maxMs: 1000 };
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

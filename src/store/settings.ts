@@ -18,7 +18,7 @@ export interface PostgresSettings {
   readonly poolMax: number;
   /** Opening a connection, or waiting for a free one, fails after this. */
   readonly connectTimeoutMs: number;
-  /** Server-side statement_timeout (lock waits included); the client gives up 1 s later. */
+  /** Server-side statement_timeout (lock waits included); the driver gives up 1 s later. */
   readonly statementTimeoutMs: number;
 }
 

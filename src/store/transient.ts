@@ -76,17 +76,8 @@ function cataloguedTransience(code: ErrorCode): Transience | undefined {
 }
 
 /**
- * Whether retrying the failed call may succeed: a code the catalogue calls retryable (as an
- * {@link AppError} or in its `{code, message}` wire form), or a raw driver error of the same kind.
- * ERR_STORE_COMMIT_UNKNOWN is not (the write may have committed), nor ERR_STORE_CIRCUIT_OPEN.
- */
-export function isTransient(err: unknown): boolean {
-  return transience(err) !== undefined;
-}
-
-/**
  * The catalogued form of an adapter failure: transient ones become ERR_STORE_UNAVAILABLE or
- * ERR_STORE_CONFLICT with a message that names no host, file or statement (it reaches clients
+ * ERR_STORE_CONFLICT with a message that names no host, file or statement (it reaches callers
  * in the 503 body); catalogued errors pass through; the rest become ERR_INTERNAL with their own
  * message (500: the message goes only to the log).
  */
@@ -99,7 +90,7 @@ export function storeFailure(err: unknown, what: string): AppError {
   return withCause(appError('ERR_INTERNAL', err instanceof Error ? err.message : String(err)), err);
 }
 
-/** A short reason in words: no host, driver code or statement (it is shown to clients). */
+/** A short reason in words: no host, driver code or statement (it is shown to callers). */
 function describe(err: unknown): string {
   const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
   const message = err instanceof Error ? err.message : '';

@@ -1,12 +1,12 @@
+import type { TenantId } from '../authz/tenant.ts';
 import { TenantCache, type Replay } from '../cache/index.ts';
 import type { Config } from '../config/index.ts';
 import { chooseEngine } from '../http/engine/index.ts';
 import { startHttpServer, type Backend } from '../http/server.ts';
-import { ipcBus } from '../invalidation/ipc.ts';
-import { isToWorker } from '../invalidation/messages.ts';
-import type { Bus } from '../invalidation/port.ts';
+import { workerBus, type Bus } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
+import { isToWorker, type ToPrimary } from '../primary/protocol.ts';
 import { CircuitBreaker } from '../store/breaker.ts';
 import type { Store } from '../store/port.ts';
 import { storeSettings } from '../store/settings.ts';
@@ -31,21 +31,11 @@ export interface RedisStatus {
 }
 
 /** Composition root of an HTTP worker: config → pool (store) → cache → bus → http. */
-export async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<RunningWorker & { revalidate(): Promise<void> }> {
-  const pooled = new PooledStore(storeSettings(config), POOL_THREADS);
-  const breaker = new CircuitBreaker({
-    threshold: config.AUTH_DB_BREAKER_THRESHOLD,
-    cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
-    onChange: (state, failures) => {
-      if (state === 'open') log.warn('database circuit open: writes and hydrations answer 503', { failures, cooldown_ms: config.AUTH_DB_BREAKER_COOLDOWN_MS });
-      else log.info(`database circuit ${state}`);
-    },
-  });
-  const retry = { attempts: config.AUTH_DB_RETRY_ATTEMPTS, baseMs: 50, maxMs: 1000 };
-  const store = new ResilientStore(pooled, breaker, retry);
+async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<RunningWorker & { revalidate(): Promise<void> }> {
+  const { pooled, store } = openResilientStore(config, log);
   try {
     const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024);
-    const replay = (tenant: string) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
+    const replay = (tenant: TenantId) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
     const pipeline = new WritePipeline(
       {
@@ -60,14 +50,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       },
       { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
     );
-    bus.subscribe(async (msg) => {
-      if (msg.v !== 1) return cache.drop(msg.tenant);
-      // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
-      // queue. The writer's response waits for this acknowledgement, so a replay that is slow
-      // gives up the graph instead (the next request hydrates it) rather than hold the write.
-      const applied = cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
-      if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
-    });
+    applyChangesFrom(bus, cache, replay);
     const backend: Backend = {
       write: (tenant, change) => pipeline.write(tenant, change),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
@@ -97,6 +80,33 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     await store.close();
     throw err;
   }
+}
+
+/** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
+function openResilientStore(config: Config, log: Logger): { pooled: PooledStore; store: ResilientStore } {
+  const pooled = new PooledStore(storeSettings(config), POOL_THREADS);
+  const breaker = new CircuitBreaker({
+    threshold: config.AUTH_DB_BREAKER_THRESHOLD,
+    cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
+    onChange: (state, failures) => {
+      if (state === 'open') log.warn('database circuit open: writes and hydrations answer 503', { failures, cooldown_ms: config.AUTH_DB_BREAKER_COOLDOWN_MS });
+      else log.info(`database circuit ${state}`);
+    },
+  });
+  const retry = { attempts: config.AUTH_DB_RETRY_ATTEMPTS, baseMs: 50, maxMs: 1000 };
+  return { pooled, store: new ResilientStore(pooled, breaker, retry) };
+}
+
+/** Changes committed by the other workers (and instances) are applied to this worker's graphs. */
+function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantId) => Replay): void {
+  bus.subscribe(async (msg) => {
+    if (msg.v !== 1) return cache.drop(msg.tenant);
+    // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
+    // queue. The writer's response waits for this acknowledgement, so a replay that is slow
+    // gives up the graph instead (the next request hydrates it) rather than hold the write.
+    const applied = cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+    if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
+  });
 }
 
 /**
@@ -136,7 +146,7 @@ const REVALIDATE_BATCH = 1000;
  * one query per batch, and a changelog replay (or a drop) for each graph found behind.
  */
 function startRevalidation(
-  cache: TenantCache, store: Store, replay: (tenant: string) => Replay, periodMs: number, log: Logger,
+  cache: TenantCache, store: Store, replay: (tenant: TenantId) => Replay, periodMs: number, log: Logger,
 ): { now(): Promise<void>; stop(): void } {
   let running: Promise<void> | undefined;
   const run = async (): Promise<void> => {
@@ -170,7 +180,7 @@ function startRevalidation(
  * goes away, so a killed primary leaves no orphan serving a stale graph.
  */
 export async function runWorkerProcess(config: Config, log: Logger): Promise<void> {
-  const bus = ipcBus();
+  const bus = workerBus();
   const redis: RedisStatus = { state: config.AUTH_REDIS_URL === undefined ? 'off' : 'down' };
   let revalidate: (() => Promise<void>) | undefined;
   process.on('message', (m: unknown) => {
@@ -205,14 +215,19 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
     worker = started;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    process.send?.({ t: 'fatal', message });
+    tell({ t: 'fatal', message });
     log.error('worker cannot start', { error: message });
     setTimeout(() => process.exit(1), 100);
     return;
   }
   if (stopAsked !== undefined) return stopStarted(worker, stopAsked, log);
-  process.send?.({ t: 'ready', port: worker.port });
+  tell({ t: 'ready', port: worker.port });
   log.debug('worker ready', { port: worker.port });
+}
+
+/** Sends the supervisor a message of its protocol (dropped when the primary is gone). */
+function tell(m: ToPrimary): void {
+  process.send?.(m);
 }
 
 /** Graceful stop of a started worker, then exit (0, or 1 when the stop failed). */

@@ -1,6 +1,7 @@
 import type { Change, WriteCommitted, WriteOutcome } from '../authz/changes.ts';
 import { fromWire } from '../errors/index.ts';
-import type { PendingWrite, TenantId, WriteSettled } from '../store/port.ts';
+import type { TenantId } from '../authz/tenant.ts';
+import type { PendingWrite, WriteSettled } from '../store/port.ts';
 
 /** A committed write on its way to the other workers. */
 export interface CommittedWrite {

@@ -6,7 +6,11 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
+import type { Change, WriteOutcome } from '../../src/authz/changes.ts';
+import type { TenantId } from '../../src/authz/tenant.ts';
+import { fromWire } from '../../src/errors/index.ts';
 import type { StoreSettings } from '../../src/store/index.ts';
+import type { BatchStore } from '../../src/store/port.ts';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './postgres.ts';
 import { tempDir } from './server.ts';
 
@@ -66,4 +70,12 @@ export function postgresBackend(): StoreBackend {
     },
     cleanup: async () => void (await Promise.all(made.map((db) => db.drop()))),
   };
+}
+
+/** One write through the port (a batch of one); its failure is thrown as the error it crossed as. */
+export async function writeOne(store: BatchStore, tenant: TenantId, change: Change): Promise<WriteOutcome> {
+  const [settled] = await store.writeMany([{ tenant, change }]);
+  if (settled === undefined) throw new Error('writeMany settled no write');
+  if (!settled.ok) throw fromWire(settled.error);
+  return settled.value;
 }

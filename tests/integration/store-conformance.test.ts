@@ -8,20 +8,21 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Change, ChangeRecord, WriteOutcome } from '../../src/authz/changes.ts';
+import type { TenantId } from '../../src/authz/tenant.ts';
 import { AppError } from '../../src/errors/index.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
 import type { StoreAdapter } from '../../src/store/port.ts';
-import { isTransient } from '../../src/store/transient.ts';
 import { postgresSkipReason } from '../helpers/postgres.ts';
 import { freePort, ROOT } from '../helpers/server.ts';
-import { postgresBackend, sqliteBackend, type StoreBackend } from '../helpers/store-backends.ts';
+import { postgresBackend, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
+import { randomTenant } from '../helpers/tenants.ts';
+import { isTransient } from '../helpers/transient.ts';
 
-const tenant = (): string => randomBytes(32).toString('hex');
+const tenant = randomTenant;
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/;
 
 /** Expected outcome: the revision a write commits at, or the refusal's code and the unchanged revision. */
@@ -59,10 +60,10 @@ const DESCRIPTIONS = ['', 'Ünïcødé — ✓', '😀'.repeat(1024), 'x'.repeat
 /** Outcomes of SCRIPT per backend, compared with each other at the end. */
 const outcomes = new Map<string, WriteOutcome[]>();
 
-async function runScript(store: StoreAdapter, t: string): Promise<WriteOutcome[]> {
+async function runScript(store: StoreAdapter, t: TenantId): Promise<WriteOutcome[]> {
   const seen: WriteOutcome[] = [];
   for (const [change, expect] of SCRIPT) {
-    const outcome = await store.write(t, change);
+    const outcome = await writeOne(store, t, change);
     seen.push(outcome);
     const what = JSON.stringify(change);
     if (typeof expect === 'number') {
@@ -189,9 +190,9 @@ function conformance(backend: StoreBackend): void {
         { op: 'membership.add', user: 'alice', role: 'r2' },
         { op: 'membership.add', user: 'bob', role: 'r1' },
       ] as const) {
-        assert.ok((await store.write(t, c)).ok);
+        assert.ok((await writeOne(store, t, c)).ok);
       }
-      assert.deepEqual(await store.write(t, { op: 'role.delete', role: 'r1' }), {
+      assert.deepEqual(await writeOne(store, t, { op: 'role.delete', role: 'r1' }), {
         ok: true,
         revision: 9,
         change: { op: 'role.delete', role: 'r1' },
@@ -200,20 +201,20 @@ function conformance(backend: StoreBackend): void {
       });
       assert.deepEqual(await store.load(t), { revision: 9, roles: [['r2', 'two']], grants: [['r2', 'p1']], memberships: [['alice', 'r2']] });
       assert.deepEqual((await store.changes(t, 8, 10)).map((r) => r.change), [{ op: 'role.delete', role: 'r1' }]);
-      const empty = await store.write(t, { op: 'role.create', role: 'r3', description: '' });
-      const del = await store.write(t, { op: 'role.delete', role: 'r3' });
+      const empty = await writeOne(store, t, { op: 'role.create', role: 'r3', description: '' });
+      const del = await writeOne(store, t, { op: 'role.delete', role: 'r3' });
       assert.deepEqual(del.ok ? [del.revision, del.permissionsRemoved, del.membershipsRemoved] : del, [11, 0, 0]);
       assert.equal(empty.revision, 10);
     });
 
     it('tenants are isolated: roles, refusals, revisions', async () => {
       const [a, b] = [tenant(), tenant()];
-      await store.write(a, { op: 'role.create', role: 'admin', description: '' });
-      await store.write(a, { op: 'permission.grant', role: 'admin', permission: 'read' });
-      const refused = await store.write(b, { op: 'role.delete', role: 'admin' });
+      await writeOne(store, a, { op: 'role.create', role: 'admin', description: '' });
+      await writeOne(store, a, { op: 'permission.grant', role: 'admin', permission: 'read' });
+      const refused = await writeOne(store, b, { op: 'role.delete', role: 'admin' });
       assert.deepEqual(refused.ok ? undefined : [refused.error.code, refused.revision], ['ERR_AUTHZ_ROLE_NOT_FOUND', 0]);
-      assert.equal((await store.write(b, { op: 'role.create', role: 'admin', description: 'b' })).revision, 1);
-      assert.equal((await store.write(b, { op: 'membership.add', user: 'u', role: 'admin' })).revision, 2);
+      assert.equal((await writeOne(store, b, { op: 'role.create', role: 'admin', description: 'b' })).revision, 1);
+      assert.equal((await writeOne(store, b, { op: 'membership.add', user: 'u', role: 'admin' })).revision, 2);
       assert.deepEqual(await store.load(a), { revision: 2, roles: [['admin', '']], grants: [['admin', 'read']], memberships: [] });
       assert.deepEqual(await store.load(b), { revision: 2, roles: [['admin', 'b']], grants: [], memberships: [['u', 'admin']] });
       assert.deepEqual((await store.revisions([a, b, tenant()])).sort(), [[a, 2], [b, 2]].sort());
@@ -224,11 +225,11 @@ function conformance(backend: StoreBackend): void {
       const t = tenant();
       const names = ['L'.repeat(128), 'x|y', 'a.b:c@d+e_f-g', 'Z', '_', 'a'];
       for (const [i, description] of DESCRIPTIONS.entries()) {
-        assert.ok((await store.write(t, { op: 'role.create', role: `r${i}`, description })).ok);
+        assert.ok((await writeOne(store, t, { op: 'role.create', role: `r${i}`, description })).ok);
       }
       for (const n of names) {
-        assert.ok((await store.write(t, { op: 'permission.grant', role: 'r0', permission: n })).ok);
-        assert.ok((await store.write(t, { op: 'membership.add', user: n, role: 'r1' })).ok);
+        assert.ok((await writeOne(store, t, { op: 'permission.grant', role: 'r0', permission: n })).ok);
+        assert.ok((await writeOne(store, t, { op: 'membership.add', user: n, role: 'r1' })).ok);
       }
       const snap = await store.load(t);
       assert.deepEqual(snap.roles, DESCRIPTIONS.map((d, i) => [`r${i}`, d]));
@@ -243,7 +244,7 @@ function conformance(backend: StoreBackend): void {
       const s = await backend.fresh();
       const a = openStore(s);
       const t = tenant();
-      await a.write(t, { op: 'role.create', role: 'admin', description: 'kept' });
+      await writeOne(a, t, { op: 'role.create', role: 'admin', description: 'kept' });
       const secret = await a.cursorSecret();
       await a.close();
       const b = open(s);
@@ -266,8 +267,8 @@ function conformance(backend: StoreBackend): void {
       const t = tenant();
       const stores = [store, ...Array.from({ length: 3 }, () => open())];
       const writes = stores.flatMap((st, i) => [
-        ...Array.from({ length: 25 }, (_, j) => st.write(t, { op: 'role.create', role: `s${i}r${j}`, description: '' })),
-        st.write(t, { op: 'role.create', role: 'contested', description: `from ${i}` }),
+        ...Array.from({ length: 25 }, (_, j) => writeOne(st, t, { op: 'role.create', role: `s${i}r${j}`, description: '' })),
+        writeOne(st, t, { op: 'role.create', role: 'contested', description: `from ${i}` }),
       ]);
       const results = await Promise.all(writes);
       const committed = results.filter((r) => r.ok);
@@ -288,8 +289,8 @@ function conformance(backend: StoreBackend): void {
       const script = `import { openStore } from './src/store/index.ts';
         const s = openStore(JSON.parse(process.argv[1]));
         for (let i = 0; i < 10; i++) {
-          const o = await s.write(process.argv[2], { op: 'role.create', role: 'p' + process.pid + '_' + i, description: '' });
-          if (!o.ok) process.exit(3);
+          const [o] = await s.writeMany([{ tenant: process.argv[2], change: { op: 'role.create', role: 'p' + process.pid + '_' + i, description: '' } }]);
+          if (!o.ok || !o.value.ok) process.exit(3);
         }
         process.stdout.write((await s.cursorSecret()).toString('hex'));
         await s.close();`;
@@ -332,7 +333,7 @@ describe('SQLite only', () => {
     t.after(() => backend.cleanup());
     const s = await backend.fresh();
     const store = openStore(s);
-    await store.write(tenant(), { op: 'role.create', role: 'r', description: '' });
+    await writeOne(store, tenant(), { op: 'role.create', role: 'r', description: '' });
     await store.close();
     const db = new Database(s.sqlitePath, { readonly: true });
     t.after(() => db.close());
@@ -391,27 +392,27 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
     const store = openStore({ type: 'postgresql', sqlitePath: '', postgresql: { url: `postgresql://postgres@127.0.0.1:${port}/x`, poolMax: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 } });
     after(() => store.close());
     await assert.rejects(store.load(tenant()), expectTransient);
-    await assert.rejects(store.write(tenant(), { op: 'role.create', role: 'r', description: '' }), expectTransient);
+    await assert.rejects(writeOne(store, tenant(), { op: 'role.create', role: 'r', description: '' }), expectTransient);
   });
 
   test('a lock held past statement_timeout fails the write transiently; nothing of it commits', { skip }, async () => {
     const { store, admin } = await fresh(300);
     const t = tenant();
-    assert.equal((await store.write(t, { op: 'role.create', role: 'r', description: '' })).revision, 1);
+    assert.equal((await writeOne(store, t, { op: 'role.create', role: 'r', description: '' })).revision, 1);
     await admin.query('BEGIN');
     await admin.query('SELECT 1 FROM clients WHERE hash = $1 FOR UPDATE', [t]);
     const started = Date.now();
-    await assert.rejects(store.write(t, { op: 'permission.grant', role: 'r', permission: 'p' }), expectTransient);
+    await assert.rejects(writeOne(store, t, { op: 'permission.grant', role: 'r', permission: 'p' }), expectTransient);
     assert.ok(Date.now() - started < 3000, 'gave up at the statement timeout');
     await admin.query('ROLLBACK');
-    assert.equal((await store.write(t, { op: 'permission.grant', role: 'r', permission: 'p' })).revision, 2);
+    assert.equal((await writeOne(store, t, { op: 'permission.grant', role: 'r', permission: 'p' })).revision, 2);
     assert.deepEqual((await store.changes(t, 0, 10)).map((r) => r.revision), [1, 2]);
   });
 
   test('connections the server terminates fail transiently at worst, and the store recovers', { skip }, async () => {
     const { settings, store, admin } = await fresh();
     const t = tenant();
-    await Promise.all([store.load(t), store.load(t), store.write(t, { op: 'role.create', role: 'r', description: '' })]);
+    await Promise.all([store.load(t), store.load(t), writeOne(store, t, { op: 'role.create', role: 'r', description: '' })]);
     const dbName = new URL(settings.postgresql?.url ?? '').pathname.slice(1);
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
     let answered = 0;

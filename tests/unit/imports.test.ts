@@ -34,7 +34,15 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   primary: ['config', 'http', 'invalidation', 'log'],
   store: ['authz', 'config', 'errors', 'time'],
   time: [],
-  worker: ['authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'pool', 'store'],
+  worker: ['authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'pool', 'primary', 'store'], // primary: see NARROW
+};
+
+/**
+ * Arrows of the table that may reach only some files of their target folder: `from → to` → those
+ * files. A worker speaks the primary's IPC protocol, and loads none of the supervisor's code.
+ */
+const NARROW: Readonly<Record<string, readonly string[]>> = {
+  'worker → primary': ['primary/protocol.ts'],
 };
 
 /** Driver → the one place (a src/ path prefix) that may load it; DESIGN: ports never do. */
@@ -60,6 +68,8 @@ const RESTRICTED: ReadonlyArray<{ readonly target: string; readonly from: readon
   { target: 'http/engine/uws/', from: ['http/engine/index.ts'] },
   { target: 'store/sqlite/', from: ['store/index.ts', 'pool/tasks/sqlite-task.ts'] },
   { target: 'store/postgres/', from: ['store/index.ts', 'pool/tasks/postgres-task.ts'] },
+  { target: 'invalidation/ipc.ts', from: ['invalidation/index.ts'] },
+  { target: 'invalidation/redis.ts', from: ['invalidation/index.ts'] },
 ];
 
 type Target =
@@ -208,11 +218,18 @@ function checkRestricted(a: Arrow): string | undefined {
   return `${where(a)} picks adapter src/${rule.target}, which only ${only} may import (RESTRICTED in ${HERE}); use the port's factory`;
 }
 
+function checkNarrow(a: Arrow): string | undefined {
+  if (a.target.kind !== 'src') return undefined;
+  const files = NARROW[`${folderOf(a.file)} → ${a.target.folder}`];
+  if (files === undefined || files.includes(a.target.path)) return undefined;
+  return `${where(a)} may reach ${a.target.folder}/ only through ${files.join(', ')} (NARROW in ${HERE})`;
+}
+
 function checkComputed(a: Arrow): string | undefined {
   return a.target.kind === 'computed' ? `${where(a)}: a computed specifier cannot be checked; use a string literal` : undefined;
 }
 
-const CHECKS = [checkTable, checkDriver, checkBuiltin, checkRestricted, checkComputed];
+const CHECKS = [checkTable, checkDriver, checkBuiltin, checkRestricted, checkNarrow, checkComputed];
 
 function violations(arrows: readonly Arrow[]): string[] {
   return arrows.flatMap((a) => CHECKS.map((check) => check(a)).filter((v): v is string => v !== undefined));
@@ -278,12 +295,15 @@ const SYNTHETIC: Readonly<Record<string, string>> = {
     "import { uwsApp } from '../http/engine/uws/index.ts'; // BAD",
     "import { SqliteStore } from '../store/sqlite/index.ts'; // BAD",
     "import { chooseEngine } from '../http/engine/index.ts';",
+    "import '../primary/hub.ts'; // BAD",
+    "import type { ToWorker } from '../primary/protocol.ts';",
     'const name = process.env.X ?? "";',
     'export const m = await import(name); // BAD',
     'export { uwsApp, SqliteStore, chooseEngine };',
   ].join('\n'),
   'pool/tasks/sqlite-task.ts': "import '../../store/postgres/index.ts'; // BAD\nimport '../../store/sqlite/index.ts';\n",
   'store/index.ts': "export * from './sqlite/index.ts';\nexport * from './postgres/index.ts';\n",
+  'primary/relay.ts': "import '../invalidation/redis.ts'; // BAD\nimport '../invalidation/index.ts';\n",
   'cache/index.ts': "import type { G } from '../authz/graph.ts';\nexport type C = G;\n",
   'main.ts': "import '../outside.ts'; // BAD\nimport './worker/index.ts';\n",
 };

@@ -4,7 +4,8 @@ import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { appError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
-import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
@@ -77,7 +78,7 @@ export class PostgresStore implements StoreAdapter {
     } catch (err) {
       throw storeFailure(err, what);
     }
-    // A connection that breaks between two statements emits 'error' on the checked-out client,
+    // A connection that breaks between two statements emits 'error' on the checked-out connection,
     // which the pool does not listen to: without this the error would take the thread down. The
     // next statement fails on its own and is handled below.
     const ignore = (): void => undefined;
@@ -121,10 +122,12 @@ export class PostgresStore implements StoreAdapter {
   async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     if (tenants.length === 0) return [];
     const rows = await this.#query('revisions', SQL.revisions, [tenants]);
-    return rows.map((r) => [String(r.hash), Number(r.revision)]);
+    // Read back from the database, where only hashed keys are ever written: a TenantId again.
+    return rows.map((r) => [String(r.hash) as TenantId, Number(r.revision)]);
   }
 
-  async write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
+  /** One write, in its own transaction. */
+  async #writeOne(tenant: TenantId, change: Change): Promise<WriteOutcome> {
     await this.#migrated();
     return this.#tx('write', async (db) => {
       const outcome = await applyWrite(db, tenant, change);
@@ -150,7 +153,7 @@ export class PostgresStore implements StoreAdapter {
         for (const i of indexes) {
           const w = writes[i] as PendingWrite;
           try {
-            settled[i] = { ok: true, value: await this.write(w.tenant, w.change) };
+            settled[i] = { ok: true, value: await this.#writeOne(w.tenant, w.change) };
           } catch (err) {
             settled[i] = { ok: false, error: toWire(err) };
           }
@@ -181,15 +184,15 @@ export class PostgresStore implements StoreAdapter {
 }
 
 /** The tenant's row, locked; created first when `create` (a role.create on a new tenant). */
-async function lockClient(db: Db, tenant: TenantId, create: boolean): Promise<{ id: string; revision: number } | undefined> {
-  let row = (await run(db, SQL.lockClient, [tenant])).rows[0];
-  if (row === undefined && create) {
+async function lockTenantRow(db: Db, tenant: TenantId, create: boolean): Promise<{ id: string; revision: number } | undefined> {
+  let locked = (await run(db, SQL.lockTenantRow, [tenant])).rows[0];
+  if (locked === undefined && create) {
     // Concurrent creators of one tenant: one inserts, the others wait on the unique key, then
     // find the row and queue on its lock.
-    await run(db, SQL.insertClient, [tenant]);
-    row = (await run(db, SQL.lockClient, [tenant])).rows[0];
+    await run(db, SQL.insertTenant, [tenant]);
+    locked = (await run(db, SQL.lockTenantRow, [tenant])).rows[0];
   }
-  return row === undefined ? undefined : { id: String(row.id), revision: Number(row.revision) };
+  return locked === undefined ? undefined : { id: String(locked.id), revision: Number(locked.revision) };
 }
 
 /**
@@ -197,17 +200,17 @@ async function lockClient(db: Db, tenant: TenantId, create: boolean): Promise<{ 
  * decides), applies it. A refusal rolls the transaction back.
  */
 async function applyWrite(db: Db, tenant: TenantId, change: Change): Promise<WriteOutcome> {
-  const client = await lockClient(db, tenant, change.op === 'role.create');
-  const current = client?.revision ?? 0;
-  const roleExists = client !== undefined && (await run(db, SQL.roleExists, [client.id, change.role])).rowCount === 1;
+  const row = await lockTenantRow(db, tenant, change.op === 'role.create');
+  const current = row?.revision ?? 0;
+  const roleExists = row !== undefined && (await run(db, SQL.roleExists, [row.id, change.role])).rowCount === 1;
   const before = refusal(change, { roleExists });
   if (before !== undefined) return refused(before, current);
-  if (client === undefined) throw new Error('tenant row missing after lock'); // unreachable: created above
-  const { rowsChanged, ...removed } = await applyChange(db, client.id, change);
+  if (row === undefined) throw new Error('tenant row missing after lock'); // unreachable: created above
+  const { rowsChanged, ...removed } = await applyChange(db, row.id, change);
   const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
   if (after !== undefined) return refused(after, current);
   const committed = await run(db, SQL.commitChange, [
-    client.id,
+    row.id,
     change.op,
     change.role,
     'permission' in change ? change.permission : null,

@@ -11,8 +11,8 @@ const s = (name: string, text: string): Statement => ({ name: `rbac_${name}`, te
 
 export const SQL = {
   /** Locks the tenant's row for the rest of the transaction: writers of one tenant queue here. */
-  lockClient: s('lock_client', 'SELECT id, revision FROM clients WHERE hash = $1 FOR UPDATE'),
-  insertClient: s('insert_client', 'INSERT INTO clients (hash) VALUES ($1) ON CONFLICT (hash) DO NOTHING'),
+  lockTenantRow: s('lock_tenant_row', 'SELECT id, revision FROM clients WHERE hash = $1 FOR UPDATE'),
+  insertTenant: s('insert_tenant', 'INSERT INTO clients (hash) VALUES ($1) ON CONFLICT (hash) DO NOTHING'),
   revision: s('revision', 'SELECT revision FROM clients WHERE hash = $1 FOR UPDATE'),
   revisions: s('revisions', 'SELECT hash, revision FROM clients WHERE hash = ANY($1::text[])'),
   roleExists: s('role_exists', 'SELECT 1 FROM roles WHERE client_id = $1 AND role = $2'),

@@ -5,7 +5,8 @@ import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import { toWire } from '../../errors/index.ts';
-import type { PendingWrite, StoreAdapter, TenantId, WriteOutcome, WriteSettled } from '../port.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { isSqliteBusy, storeFailure } from '../transient.ts';
@@ -28,13 +29,12 @@ function lasting(db: Database.Database, sql: string): Database.Statement {
 
 /**
  * The embedded store: one SQLite file in WAL mode, `synchronous=FULL` so that an acknowledged
- * write survives a crash of the process and of the machine. better-sqlite3 is synchronous; the
- * `*Sync` methods are what a pool thread calls, the async {@link Store} methods wrap them.
+ * write survives a crash of the process and of the machine. better-sqlite3 is synchronous: the
+ * async methods of the port do their work before they return (a pool thread runs them).
  */
 export class SqliteStore implements StoreAdapter {
   readonly #db: Database.Database;
   readonly #stmt: ReturnType<typeof prepare>;
-  readonly #write: (tenant: TenantId, change: Change) => WriteOutcome;
   readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
   readonly #load: (tenant: TenantId) => Snapshot;
 
@@ -49,7 +49,6 @@ export class SqliteStore implements StoreAdapter {
     whenFree(() => migrate(this.#db));
     this.#stmt = prepare(this.#db);
     const writeTx = this.#db.transaction((tenant: TenantId, change: Change) => this.#applyWrite(tenant, change));
-    this.#write = (tenant, change) => whenFree(() => writeTx.immediate(tenant, change));
     // A batch is one transaction (one lock, one fsync); each write in it runs in a savepoint (a
     // transaction nested in another is one in better-sqlite3), so a write that throws is undone
     // alone and the others still commit.
@@ -67,20 +66,16 @@ export class SqliteStore implements StoreAdapter {
     this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
   }
 
-  loadSync(tenant: TenantId): Snapshot {
+  async load(tenant: TenantId): Promise<Snapshot> {
     return this.#load(tenant);
   }
 
-  revisionSync(tenant: TenantId): number {
-    const row = whenFree(() => this.#stmt.client.get(tenant)) as Row | undefined;
+  async revision(tenant: TenantId): Promise<number> {
+    const row = whenFree(() => this.#stmt.tenantRow.get(tenant)) as Row | undefined;
     return row === undefined ? 0 : Number(row.revision);
   }
 
-  writeSync(tenant: TenantId, change: Change): WriteOutcome {
-    return this.#write(tenant, change);
-  }
-
-  writeManySync(writes: readonly PendingWrite[]): WriteSettled[] {
+  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     if (writes.length === 0) return [];
     try {
       return this.#writeMany(writes);
@@ -91,39 +86,20 @@ export class SqliteStore implements StoreAdapter {
     }
   }
 
-  changesSync(tenant: TenantId, since: number, limit: number): ChangeRecord[] {
-    const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
-    return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
-  }
-
-  cursorSecretSync(): Buffer {
-    const row = whenFree(() => this.#stmt.cursorSecret.get()) as Row | undefined;
-    if (row === undefined) throw new Error('cursor secret missing from meta');
-    return Buffer.from(String(row.value), 'hex');
-  }
-
-  async load(tenant: TenantId): Promise<Snapshot> {
-    return this.loadSync(tenant);
-  }
-  async revision(tenant: TenantId): Promise<number> {
-    return this.revisionSync(tenant);
-  }
-  async write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
-    return this.writeSync(tenant, change);
-  }
-  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    return this.writeManySync(writes);
-  }
   async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     if (tenants.length === 0) return [];
-    const rows = whenFree(() => this.#stmt.revisions.all(JSON.stringify(tenants))) as Array<{ hash: string; revision: number }>;
+    // Read back from the database, where only hashed keys are ever written: TenantIds again.
+    const rows = whenFree(() => this.#stmt.revisions.all(JSON.stringify(tenants))) as Array<{ hash: TenantId; revision: number }>;
     return rows.map((r) => [r.hash, r.revision]);
   }
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
-    return this.changesSync(tenant, since, limit);
+    const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
+    return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
   }
   async cursorSecret(): Promise<Buffer> {
-    return this.cursorSecretSync();
+    const row = whenFree(() => this.#stmt.cursorSecret.get()) as Row | undefined;
+    if (row === undefined) throw new Error('cursor secret missing from meta');
+    return Buffer.from(String(row.value), 'hex');
   }
   async ping(): Promise<void> {
     whenFree(() => this.#stmt.ping.get());
@@ -133,11 +109,11 @@ export class SqliteStore implements StoreAdapter {
   }
 
   #readSnapshot(tenant: TenantId): Snapshot {
-    const client = this.#stmt.client.get(tenant) as Row | undefined;
-    if (client === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
-    const id = client.id;
+    const row = this.#stmt.tenantRow.get(tenant) as Row | undefined;
+    if (row === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
+    const id = row.id;
     return {
-      revision: Number(client.revision),
+      revision: Number(row.revision),
       roles: (this.#stmt.roles.raw().all(id) as Array<[string, string]>),
       grants: (this.#stmt.grants.raw().all(id) as Array<[string, string]>),
       memberships: (this.#stmt.memberships.raw().all(id) as Array<[string, string]>),
@@ -151,19 +127,19 @@ export class SqliteStore implements StoreAdapter {
    */
   #applyWrite(tenant: TenantId, change: Change): WriteOutcome {
     const s = this.#stmt;
-    const client = s.client.get(tenant) as Row | undefined;
-    const current = client === undefined ? 0 : Number(client.revision);
-    const id = client?.id;
+    const row = s.tenantRow.get(tenant) as Row | undefined;
+    const current = row === undefined ? 0 : Number(row.revision);
+    const id = row?.id;
     const roleExists = id !== undefined && s.roleExists.get(id, change.role) !== undefined;
     const before = refusal(change, { roleExists });
     if (before !== undefined) return refused(before, current);
-    const clientId = id ?? (s.insertClient.get(tenant) as Row).id;
-    const { rowsChanged, ...removed } = this.#applyChange(clientId, change);
+    const tenantRowId = id ?? (s.insertTenant.get(tenant) as Row).id;
+    const { rowsChanged, ...removed } = this.#applyChange(tenantRowId, change);
     const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
     if (after !== undefined) return refused(after, current);
-    const revision = Number((s.bumpRevision.get(clientId) as Row).revision);
+    const revision = Number((s.bumpRevision.get(tenantRowId) as Row).revision);
     s.insertChange.run(
-      clientId,
+      tenantRowId,
       revision,
       change.op,
       change.role,
@@ -179,26 +155,26 @@ export class SqliteStore implements StoreAdapter {
    * The change's own statements. `rowsChanged` is what its insert-if-absent or delete did (a
    * grant's or membership's existence, see `edgeFacts`); role changes report 1, their check came before.
    */
-  #applyChange(clientId: unknown, change: Change): Applied {
+  #applyChange(tenantRowId: unknown, change: Change): Applied {
     const s = this.#stmt;
     switch (change.op) {
       case 'role.create':
-        s.insertRole.run(clientId, change.role, change.description);
+        s.insertRole.run(tenantRowId, change.role, change.description);
         return { rowsChanged: 1 };
       case 'role.delete': {
-        const permissionsRemoved = s.deleteGrantsOfRole.run(clientId, change.role).changes;
-        const membershipsRemoved = s.deleteMembersOfRole.run(clientId, change.role).changes;
-        s.deleteRole.run(clientId, change.role);
+        const permissionsRemoved = s.deleteGrantsOfRole.run(tenantRowId, change.role).changes;
+        const membershipsRemoved = s.deleteMembersOfRole.run(tenantRowId, change.role).changes;
+        s.deleteRole.run(tenantRowId, change.role);
         return { rowsChanged: 1, permissionsRemoved, membershipsRemoved };
       }
       case 'permission.grant':
-        return { rowsChanged: s.insertGrant.run(clientId, change.role, change.permission).changes };
+        return { rowsChanged: s.insertGrant.run(tenantRowId, change.role, change.permission).changes };
       case 'permission.revoke':
-        return { rowsChanged: s.deleteGrant.run(clientId, change.role, change.permission).changes };
+        return { rowsChanged: s.deleteGrant.run(tenantRowId, change.role, change.permission).changes };
       case 'membership.add':
-        return { rowsChanged: s.insertMember.run(clientId, change.role, change.user).changes };
+        return { rowsChanged: s.insertMember.run(tenantRowId, change.role, change.user).changes };
       case 'membership.remove':
-        return { rowsChanged: s.deleteMember.run(clientId, change.role, change.user).changes };
+        return { rowsChanged: s.deleteMember.run(tenantRowId, change.role, change.user).changes };
     }
   }
 }
@@ -243,9 +219,9 @@ function prepare(db: Database.Database) {
   const statements = {
     ping: db.prepare('SELECT 1'),
     cursorSecret: db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`),
-    client: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
+    tenantRow: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
     revisions: db.prepare('SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
-    insertClient: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
+    insertTenant: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
     bumpRevision: db.prepare('UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
     roles: db.prepare('SELECT role, description FROM roles WHERE client_id = ?'),
     grants: db.prepare('SELECT role, permission FROM grants WHERE client_id = ?'),

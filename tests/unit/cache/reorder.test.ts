@@ -6,8 +6,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Change, ChangeRecord, Snapshot } from '../../../src/authz/changes.ts';
 import { TenantCache } from '../../../src/cache/index.ts';
+import { tenantId } from '../../helpers/tenants.ts';
 
-const T = 'tenant';
+const T = tenantId('tenant');
 const grant = (permission: string): Change => ({ op: 'permission.grant', role: 'r', permission });
 const base: Snapshot = { revision: 1, roles: [['r', '']], grants: [], memberships: [['u', 'r']] };
 

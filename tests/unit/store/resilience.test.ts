@@ -7,6 +7,9 @@ import type { BatchStore, PendingWrite, WriteSettled } from '../../../src/store/
 import { toWire } from '../../../src/errors/index.ts';
 import { CircuitOpenError, ResilientStore } from '../../../src/store/resilient.ts';
 import { backoffMs, withRetry } from '../../../src/store/retry.ts';
+import { tenantId } from '../../helpers/tenants.ts';
+
+const T = tenantId('t');
 
 const FAST = { attempts: 3, baseMs: 1, maxMs: 2 };
 const down = (): AppError => new AppError('ERR_STORE_UNAVAILABLE', 'connection refused');
@@ -85,7 +88,6 @@ function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () =>
     load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
     revision: () => hit(0),
     revisions: () => hit([]),
-    write: () => hit(committed),
     writeMany: (ws) => hit(ws.map((): WriteSettled => ({ ok: true, value: committed }))),
     changes: () => hit([]),
     cursorSecret: () => hit(Buffer.alloc(32)),
@@ -100,17 +102,17 @@ test('ResilientStore: transient failures are retried, the circuit opens and fail
   const { store, failing, calls } = flakyStore();
   const r = new ResilientStore(store, new CircuitBreaker({ threshold: 4, cooldownMs: 1000, now: c.now }), FAST);
   failing.on = true;
-  await assert.rejects(r.revision('t'), /connection refused/);
+  await assert.rejects(r.revision(T), /connection refused/);
   assert.equal(calls.n, 3, 'three attempts');
   assert.equal(r.open, false);
-  await assert.rejects(r.write('t', { op: 'role.delete', role: 'r' } as never), /connection refused/);
+  await assert.rejects(r.writeMany([{ tenant: T, change: { op: 'role.delete', role: 'r' } }]), /connection refused/);
   assert.equal(calls.n, 4, 'the fourth failure opened the circuit: no further retry');
   assert.equal(r.open, true);
-  await assert.rejects(r.load('t'), (err: unknown) => err instanceof CircuitOpenError && err.status === 503);
+  await assert.rejects(r.load(T), (err: unknown) => err instanceof CircuitOpenError && err.status === 503);
   assert.equal(calls.n, 4, 'refused without touching the database');
   failing.on = false;
   c.advance(1000);
-  assert.equal(await r.revision('t'), 0, 'the probe succeeds');
+  assert.equal(await r.revision(T), 0, 'the probe succeeds');
   assert.equal(r.open, false);
   assert.equal(calls.n, 5);
 });
@@ -120,10 +122,10 @@ test('ResilientStore: a failure during commit is not retried; other errors do no
   const r = new ResilientStore(store, new CircuitBreaker({ threshold: 2, cooldownMs: 1000 }), FAST);
   failing.on = true;
   failing.error = () => new AppError('ERR_STORE_COMMIT_UNKNOWN', 'connection lost during commit');
-  await assert.rejects(r.write('t', { op: 'role.delete', role: 'r' } as never), /during commit/);
+  await assert.rejects(r.writeMany([{ tenant: T, change: { op: 'role.delete', role: 'r' } }]), /during commit/);
   assert.equal(calls.n, 1, 'never retried: the write may have committed');
   failing.error = () => new AppError('ERR_INTERNAL', 'a bug');
-  for (let i = 0; i < 5; i++) await assert.rejects(r.revision('t'), /a bug/);
+  for (let i = 0; i < 5; i++) await assert.rejects(r.revision(T), /a bug/);
   assert.equal(calls.n, 6);
   assert.equal(r.open, false, 'bugs are not outages');
 });
@@ -146,7 +148,7 @@ function scriptedBatches(plans: Array<(w: PendingWrite) => WriteSettled>): { sto
 
 const ok = (w: PendingWrite): WriteSettled => ({ ok: true, value: { ok: true, revision: 1, change: w.change } as unknown as WriteOutcome });
 const failWith = (code: 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_COMMIT_UNKNOWN') => (): WriteSettled => ({ ok: false, error: toWire(new AppError(code, 'down')) });
-const batch = (...roles: string[]): PendingWrite[] => roles.map((role) => ({ tenant: 't', change: { op: 'role.create', role, description: '' } }));
+const batch = (...roles: string[]): PendingWrite[] => roles.map((role) => ({ tenant: T, change: { op: 'role.create', role, description: '' } }));
 
 test('ResilientStore.writeMany: writes that failed before committing are tried again, in order, alone', async () => {
   // First call: b and d fail before committing, a and c go in; second call: b and d go in.

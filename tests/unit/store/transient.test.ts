@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppError } from '../../../src/errors/index.ts';
 import { planThreads, type StoreSettings } from '../../../src/store/settings.ts';
-import { isTransient, storeFailure, transience } from '../../../src/store/transient.ts';
+import { storeFailure, transience } from '../../../src/store/transient.ts';
+import { isTransient } from '../../helpers/transient.ts';
 
 const raw = (code: string, message = 'boom'): Error => Object.assign(new Error(message), { code });
 

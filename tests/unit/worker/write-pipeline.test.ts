@@ -6,6 +6,7 @@ import type { Change, WriteOutcome } from '../../../src/authz/changes.ts';
 import { AppError, toWire } from '../../../src/errors/index.ts';
 import type { PendingWrite, WriteSettled } from '../../../src/store/port.ts';
 import { WritePipeline, type CommittedWrite, type PipelineLimits } from '../../../src/worker/write-pipeline.ts';
+import { tenantId } from '../../helpers/tenants.ts';
 
 interface Call<I, O> {
   readonly batch: readonly I[];
@@ -49,7 +50,7 @@ test('a lone write goes at once: committed, fanned out, then answered', async ()
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, SQLITE);
   const answered: { outcome?: WriteOutcome } = {};
-  void p.write('t1', grant('r', 'a')).then((o) => (answered.outcome = o));
+  void p.write(tenantId('t1'), grant('r', 'a')).then((o) => (answered.outcome = o));
   assert.equal(commits.length, 1, 'no waiting for a turn or a timer');
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
@@ -64,8 +65,8 @@ test('a lone write goes at once: committed, fanned out, then answered', async ()
 test('writes that arrive while a batch commits go together as the next batch', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, SQLITE);
-  void p.write('t1', grant('r', 'a'));
-  for (const x of ['b', 'c', 'd']) void p.write('t2', grant('r', x));
+  void p.write(tenantId('t1'), grant('r', 'a'));
+  for (const x of ['b', 'c', 'd']) void p.write(tenantId('t2'), grant('r', x));
   assert.equal(commits.length, 1, 'one commit in flight at a time on SQLite');
   assert.deepEqual(names(commits[0]?.batch ?? []), ['a']);
   commits[0]?.settle(committedAll(commits[0].batch));
@@ -77,14 +78,14 @@ test('writes that arrive while a batch commits go together as the next batch', a
 test('the commit of batch k+1 overlaps the fan-out of batch k, and committed batches wait for the fan-out slot', async () => {
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, SQLITE);
-  void p.write('t', grant('r', 'a'));
+  void p.write(tenantId('t'), grant('r', 'a'));
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
-  void p.write('t', grant('r', 'b'));
+  void p.write(tenantId('t'), grant('r', 'b'));
   assert.equal(fanOuts.length, 1, 'batch 1 is being fanned out');
   assert.equal(commits.length, 2, 'batch 2 commits meanwhile');
   commits[1]?.settle(committedAll(commits[1].batch));
-  void p.write('t', grant('r', 'c'));
+  void p.write(tenantId('t'), grant('r', 'c'));
   await flush();
   commits[2]?.settle(committedAll(commits[2].batch));
   await flush();
@@ -98,11 +99,11 @@ test('the commit of batch k+1 overlaps the fan-out of batch k, and committed bat
 test('a refusal is answered at once and a failure rejects only its own write', async () => {
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, SQLITE);
-  const refused = p.write('t', grant('r', 'x'));
+  const refused = p.write(tenantId('t'), grant('r', 'x'));
   commits[0]?.settle([{ ok: true, value: { ok: false, error: { code: 'ERR_AUTHZ_ROLE_NOT_FOUND', message: "Role 'r' does not exist" }, revision: 0 } }]);
   assert.equal((await refused).ok, false);
-  const failing = p.write('t', grant('r', 'y'));
-  const fine = p.write('u', grant('r', 'z'));
+  const failing = p.write(tenantId('t'), grant('r', 'y'));
+  const fine = p.write(tenantId('u'), grant('r', 'z'));
   await flush();
   const batch = commits[1]?.batch ?? [];
   commits[1]?.settle([{ ok: false, error: toWire(new AppError('ERR_STORE_UNAVAILABLE', 'down')) }, ...committedAll(batch.slice(1))]);
@@ -116,8 +117,8 @@ test('a refusal is answered at once and a failure rejects only its own write', a
 test('a commit call that throws rejects its batch; the pipeline goes on', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, SQLITE);
-  const a = p.write('t', grant('r', 'a'));
-  void p.write('t', grant('r', 'b'));
+  const a = p.write(tenantId('t'), grant('r', 'a'));
+  void p.write(tenantId('t'), grant('r', 'b'));
   commits[0]?.fail(new Error('thread died'));
   await assert.rejects(a, /thread died/);
   await flush();
@@ -129,9 +130,9 @@ test('a commit call that throws rejects its batch; the pipeline goes on', async 
 test('with several commit slots, a tenant in flight waits: its writes keep their order', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, { commitSlots: 3, fanOutSlots: 1, maxBatch: 256 });
-  void p.write('t', grant('r', 't1'));
-  void p.write('t', grant('r', 't2'));
-  void p.write('u', grant('r', 'u1'));
+  void p.write(tenantId('t'), grant('r', 't1'));
+  void p.write(tenantId('t'), grant('r', 't2'));
+  void p.write(tenantId('u'), grant('r', 'u1'));
   // t1 went alone at once; then t2 waits for t1's batch while u1 takes the next slot.
   assert.deepEqual(commits.map((c) => names(c.batch)), [['t1'], ['u1']]);
   commits[0]?.settle(committedAll(commits[0].batch));
@@ -142,7 +143,7 @@ test('with several commit slots, a tenant in flight waits: its writes keep their
 test('batches are cut at maxBatch', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, { commitSlots: 1, fanOutSlots: 1, maxBatch: 2 });
-  for (const x of ['a', 'b', 'c', 'd', 'e']) void p.write('t', grant('r', x));
+  for (const x of ['a', 'b', 'c', 'd', 'e']) void p.write(tenantId('t'), grant('r', x));
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
   commits[1]?.settle(committedAll(commits[1].batch));

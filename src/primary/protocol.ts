@@ -1,0 +1,20 @@
+import { isTagged, type ChangeToPrimary, type ChangeToWorker } from '../invalidation/messages.ts';
+
+/**
+ * The whole worker ↔ primary IPC protocol: the change fan-out's messages (invalidation/) and the
+ * supervisor's own, here: a worker is listening (`ready`) or cannot start (`fatal`); the primary
+ * asks it to stop (`shutdown`) and reports the instance's Redis subscription (`redis`).
+ */
+export type ToPrimary =
+  | ChangeToPrimary
+  | { readonly t: 'ready'; readonly port: number }
+  | { readonly t: 'fatal'; readonly message: string };
+
+export type ToWorker =
+  | ChangeToWorker
+  /** Whether the instance's Redis subscription is live (sent on join and on every change). */
+  | { readonly t: 'redis'; readonly subscribed: boolean }
+  | { readonly t: 'shutdown' };
+
+export const isToPrimary = isTagged as (m: unknown) => m is ToPrimary;
+export const isToWorker = isTagged as (m: unknown) => m is ToWorker;
