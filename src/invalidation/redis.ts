@@ -89,7 +89,7 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
       return;
     }
     if (parsed.from === o.instance) return;
-    o.onChange({ v: 1, tenant: parsed.tenant, revision: parsed.revision, change: parsed.change });
+    if (parsed.change !== undefined) o.onChange({ v: 1, tenant: parsed.tenant, revision: parsed.revision, change: parsed.change });
   });
 
   return {

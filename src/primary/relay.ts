@@ -24,7 +24,8 @@ export class ChangeRelay {
         break;
       case 'change':
         this.#hub.change(w, m.id, m.msgs);
-        if (this.#redis !== undefined) for (const msg of m.msgs) this.#redis.publish(msg);
+        // Revision hints stay inside the instance: the others catch up through revalidation.
+        if (this.#redis !== undefined) for (const msg of m.msgs) if (msg.change !== undefined) this.#redis.publish(msg);
         break;
       case 'ack':
         this.#hub.ack(w, m.id);

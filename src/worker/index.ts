@@ -43,8 +43,10 @@ async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisSt
         // Both must be done before the writes are answered; neither needs the other first.
         fanOut: async (batch) => {
           await Promise.all([
-            ...batch.map(({ tenant, outcome }) => cache.apply(tenant, outcome.change, outcome.revision, replay(tenant))),
-            bus.publish(batch.map(({ tenant, outcome }) => ({ v: 1, tenant, revision: outcome.revision, change: outcome.change }))),
+            ...batch.map(({ tenant, outcome }) =>
+              outcome.ok ? cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)) : cache.catchUp(tenant, outcome.revision, replay(tenant)),
+            ),
+            bus.publish(batch.map(({ tenant, outcome }) => (outcome.ok ? { v: 1, tenant, revision: outcome.revision, change: outcome.change } : { v: 1, tenant, revision: outcome.revision }))),
           ]);
         },
       },
@@ -104,7 +106,7 @@ function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantI
     // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
     // queue. The writer's response waits for this acknowledgement, so a replay that is slow
     // gives up the graph instead (the next request hydrates it) rather than hold the write.
-    const applied = cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+    const applied = msg.change === undefined ? cache.catchUp(msg.tenant, msg.revision, replay(msg.tenant)) : cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
     if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
   });
 }

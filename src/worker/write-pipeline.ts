@@ -1,12 +1,17 @@
-import type { Change, WriteCommitted, WriteOutcome } from '../authz/changes.ts';
+import type { Change, WriteOutcome } from '../authz/changes.ts';
 import { fromWire } from '../errors/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { PendingWrite, WriteSettled } from '../store/port.ts';
 
-/** A committed write on its way to the other workers. */
+/**
+ * A settled write on its way to the other workers: committed, or refused. A refusal changes
+ * nothing, but it was read at the database's revision, which may hold changes no worker heard of
+ * (their writer died between commit and fan-out): every worker must reach that revision before
+ * the refusal is answered, or a read after it could miss what it refused over.
+ */
 export interface CommittedWrite {
   readonly tenant: TenantId;
-  readonly outcome: WriteCommitted;
+  readonly outcome: WriteOutcome;
 }
 
 /** The two stages every write passes, each handed whole batches. */
@@ -17,8 +22,9 @@ export interface WriteStages {
    */
   commit(batch: readonly PendingWrite[]): Promise<WriteSettled[]>;
   /**
-   * Makes a batch's committed writes visible on every worker of this instance: applied to this
-   * worker's graphs and acknowledged by the others (one message through the primary).
+   * Makes a batch's settled writes visible on every worker of this instance: committed changes
+   * applied, and each refusal's revision reached, on this worker and acknowledged by the others
+   * (one message through the primary).
    */
   fanOut(batch: readonly CommittedWrite[]): Promise<void>;
 }
@@ -148,12 +154,12 @@ export class WritePipeline {
     }
   }
 
-  /** Settles a refused or failed write at once; a committed one joins `committed`. */
+  /** Settles a failed write at once; a committed or refused one joins `committed`. */
   #afterCommit(w: Queued, settled: WriteSettled | undefined, committed: Committing[]): void {
     if (settled === undefined) return w.reject(new Error('the store settled fewer writes than it was given'));
     if (!settled.ok) return w.reject(fromWire(settled.error));
     const outcome = settled.value;
-    if (!outcome.ok) return w.resolve(outcome); // refused: nothing changed, nothing to tell
+    // A refusal goes through the fan-out too, so that every worker is at its revision first.
     committed.push({ tenant: w.tenant, outcome, resolve: w.resolve, reject: w.reject });
   }
 

@@ -38,9 +38,11 @@ let revision = 0;
 /** Every write of a commit call goes in, with the next revisions. */
 const committedAll = (batch: readonly PendingWrite[]): WriteSettled[] =>
   batch.map((w) => ({ ok: true, value: { ok: true, revision: ++revision, change: w.change } as WriteOutcome }));
-const names = (batch: readonly { change?: Change; outcome?: { change: Change } }[]): string[] =>
+/** The permission (or role) each write of a batch is about; a refusal in a fan-out shows as `refused@<revision>`. */
+const names = (batch: readonly { change?: Change; outcome?: WriteOutcome }[]): string[] =>
   batch.map((w) => {
-    const c = (w.change ?? w.outcome?.change) as Change & { permission?: string };
+    if (w.outcome !== undefined && !w.outcome.ok) return `refused@${w.outcome.revision}`;
+    const c = (w.change ?? (w.outcome as { change: Change }).change) as Change & { permission?: string };
     return c.permission ?? c.role;
   });
 
@@ -96,21 +98,28 @@ test('the commit of batch k+1 overlaps the fan-out of batch k, and committed bat
   assert.deepEqual(names(fanOuts[1]?.batch ?? []), ['b', 'c'], 'what committed meanwhile travels as one message');
 });
 
-test('a refusal is answered at once and a failure rejects only its own write', async () => {
+test('a refusal is answered once every worker is at its revision; a failure rejects only its own write', async () => {
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, SQLITE);
   const refused = p.write(tenantId('t'), grant('r', 'x'));
-  commits[0]?.settle([{ ok: true, value: { ok: false, error: { code: 'ERR_AUTHZ_ROLE_NOT_FOUND', message: "Role 'r' does not exist" }, revision: 0 } }]);
+  commits[0]?.settle([{ ok: true, value: { ok: false, error: { code: 'ERR_AUTHZ_ROLE_NOT_FOUND', message: "Role 'r' does not exist" }, revision: 7 } }]);
+  await flush();
+  // The refusal was read at revision 7, which a writer that died may never have announced.
+  assert.deepEqual(names(fanOuts[0]?.batch ?? []), ['refused@7']);
+  fanOuts[0]?.settle();
   assert.equal((await refused).ok, false);
   const failing = p.write(tenantId('t'), grant('r', 'y'));
   const fine = p.write(tenantId('u'), grant('r', 'z'));
   await flush();
-  const batch = commits[1]?.batch ?? [];
-  commits[1]?.settle([{ ok: false, error: toWire(new AppError('ERR_STORE_UNAVAILABLE', 'down')) }, ...committedAll(batch.slice(1))]);
+  // y went alone at once; z waits for the next batch.
+  assert.deepEqual(names(commits[1]?.batch ?? []), ['y']);
+  commits[1]?.settle([{ ok: false, error: toWire(new AppError('ERR_STORE_UNAVAILABLE', 'down')) }]);
   await assert.rejects(failing, (err: unknown) => err instanceof AppError && err.code === 'ERR_STORE_UNAVAILABLE');
   await flush();
-  assert.deepEqual(names(fanOuts[0]?.batch ?? []), ['z'], 'only the committed write is fanned out');
-  fanOuts[0]?.settle();
+  commits[2]?.settle(committedAll(commits[2].batch));
+  await flush();
+  assert.deepEqual(names(fanOuts[1]?.batch ?? []), ['z'], 'a failed write is not fanned out');
+  fanOuts[1]?.settle();
   assert.equal((await fine).ok, true);
 });
 
