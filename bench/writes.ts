@@ -28,8 +28,8 @@ const WRK_CONNECTIONS = 16;
 const WRITES_PER_CHECKS = 100;
 /**
  * Loops sharing the paced writes beside the checks (each loop one write at a time, all on one
- * schedule): under check load the gateway may hold a write up to 30 ms (its cohort spacing), so
- * one loop, or four, could not keep up with 1% of 70,000 checks/s.
+ * schedule): under check load a build with write cohorts holds a write up to 30 ms, so one loop,
+ * or four, could not keep up with 1% of 70,000 checks/s there.
  */
 const PACED_LOOPS = 16;
 /** A phase that ran beside more than this many cores of other work is marked disturbed (`*`). */
