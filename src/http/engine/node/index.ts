@@ -2,7 +2,7 @@ import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { STATUS_TEXT } from '../../../errors/index.ts';
-import { timestamp } from '../../../time/index.ts';
+import { errorBody } from '../../reply.ts';
 import type { EngineApp, Listener } from '../port.ts';
 import { lowerMethod, NodeRequest, NodeResponse, queryValue } from './exchange.ts';
 import { RawRequest, RawResponse, readRawHead } from './raw-request.ts';
@@ -89,7 +89,7 @@ function hasReusePort(): boolean {
 
 /** For what node:http refuses before routing: the contract's envelope instead of a bare status. */
 function refuse(res: ServerResponse, status: number, error: string): void {
-  const body = envelope(status, error);
+  const body = errorBody(status, error);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
   res.end(body);
 }
@@ -106,10 +106,6 @@ function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     return;
   }
   const [status, error] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'the request is not valid HTTP/1.1'];
-  const body = envelope(status, error);
+  const body = errorBody(status, error);
   socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-}
-
-function envelope(status: number, error: string): string {
-  return JSON.stringify({ success: false, code: status, message: STATUS_TEXT[status], error, timestamp: timestamp() });
 }
