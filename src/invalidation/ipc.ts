@@ -60,7 +60,7 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
       // One message for the batch: one hop to the primary, one per worker, one acknowledgement.
       const id = nextId++;
       const done = new Promise<void>((resolve) => pending.set(id, resolve));
-      if (!send({ t: 'change', id, msgs: [...msgs] })) settle(id);
+      if (!send({ t: 'change', id, msgs })) settle(id);
       return done;
     },
     subscribe(h) {

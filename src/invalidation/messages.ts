@@ -15,7 +15,7 @@ export interface ChangeMessage {
 
 /**
  * The change fan-out's IPC messages, worker → primary: join the receivers (`hello`), changes
- * committed in one turn of the worker's event loop in commit order (`change`), and the
+ * of one fan-out batch of the worker's write pipeline, in commit order (`change`), and the
  * acknowledgement of an `apply` (`ack`). The primary's other messages are in primary/protocol.ts.
  */
 export type ChangeToPrimary =

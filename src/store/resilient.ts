@@ -3,9 +3,7 @@ import { AppError, errorMessage, fromWire } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { BatchStore, PendingWrite, WriteSettled } from './port.ts';
-import { backoffMs, withRetry, type RetryPolicy } from './retry.ts';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+import { backoffMs, sleep, withRetry, type RetryPolicy } from './retry.ts';
 
 /**
  * The database did not answer. Adapters report ERR_STORE_UNAVAILABLE only when the transaction

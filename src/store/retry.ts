@@ -14,7 +14,7 @@ export interface RetryPolicy {
 
 const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 50, maxMs: 1000 };
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The delay before retry number `retry` (1-based): uniform in [0, min(max, base * 2^(retry-1))]. */
 export function backoffMs(policy: RetryPolicy, retry: number, random: () => number = Math.random): number {

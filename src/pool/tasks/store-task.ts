@@ -7,7 +7,6 @@ import type { StoreAdapter } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
 import type { Task, TaskReply, TaskValue } from '../protocol.ts';
 
-
 async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]> {
   switch (task.kind) {
     case 'load':
