@@ -71,6 +71,18 @@ export function engineEnv(): Record<string, string> {
 
 /** Starts `src/main.ts` as a child process on a free port and waits until it listens. */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePort(options);
+    } catch (err) {
+      // freePort's pick is released before the server binds it: a test file running beside this
+      // one may take the same port in between. That is the harness's race, not the server's.
+      if (attempt >= 3 || !(err instanceof Error) || !/cannot listen on [^\n]*EADDRINUSE/.test(err.message)) throw err;
+    }
+  }
+}
+
+async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
   const port = await freePort();
   let owned: { dir: string; cleanup: () => void } | undefined;
   let sqlitePath = options.sqlitePath;
