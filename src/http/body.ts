@@ -68,6 +68,14 @@ function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyR
 }
 
 /**
+ * The engines answer a body that does not arrive within 10 s with 408, or close its connection
+ * (CONTRACT.md §4), and tell the handler through `onAborted`, never through `onData`. A read
+ * still open a little later has lost its connection: it is settled then, so that nothing (the
+ * request's answer, the drain at shutdown) waits on a body that can no longer come.
+ */
+const ABANDONED_AFTER_MS = 12_000;
+
+/**
  * Starts reading the request body; must be called inside the handler, before it returns.
  * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
  * soon as it passes the limit (and the connection closed, since the rest is never read).
@@ -84,20 +92,21 @@ export function readBody(res: HttpResponse, req: HttpRequest, maxBytes: number, 
     const chunks: Buffer[] = [];
     let size = 0;
     let settled = false;
+    const settle = (result: BodyResult): void => {
+      settled = true;
+      clearTimeout(abandoned);
+      resolve(result);
+    };
+    const abandoned = setTimeout(() => {
+      if (!settled) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
+    }, ABANDONED_AFTER_MS).unref();
     res.onData((chunk, isLast) => {
       if (settled) return;
       size += chunk.byteLength;
-      if (size > maxBytes) {
-        settled = true;
-        resolve(tooLarge());
-        return;
-      }
+      if (size > maxBytes) return settle(tooLarge());
       // uWS reuses the chunk's memory after this callback: copy it.
       if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) {
-        settled = true;
-        resolve(finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), contentType, schema));
-      }
+      if (isLast) settle(finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), contentType, schema));
     });
   });
 }

@@ -33,8 +33,17 @@ export interface EngineResponse {
   cork(write: () => void): unknown;
   /** Called once if the client goes away before the response is complete. */
   onAborted(handler: () => void): unknown;
-  /** Streams the request body; `isLast` marks the final chunk (empty for an empty body). */
+  /**
+   * Streams the request body; `isLast` marks the final chunk (empty for an empty body). A body
+   * that does not arrive within 10 s is answered 408 by the engine itself, or its connection
+   * closed (CONTRACT.md §4); `onAborted`'s handler then runs, and no last chunk ever comes.
+   */
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): unknown;
+  /**
+   * The peer's IP address as text, as the engine spells it (uWS writes IPv6 out in full); see
+   * `peerAddress` in `peer-address.ts` for one canonical form. Readable until the response ends.
+   */
+  getRemoteAddressAsText(): ArrayBuffer;
 }
 
 export type Handler = (res: EngineResponse, req: EngineRequest) => void;

@@ -95,6 +95,10 @@ export class NodeResponse implements EngineResponse {
     return this;
   }
 
+  getRemoteAddressAsText(): ArrayBuffer {
+    return asciiBuffer(this.#req.socket.remoteAddress ?? '');
+  }
+
   /** False when the connection is gone or a header cannot be written (then it is closed). */
   #writeHead(): boolean {
     if (this.#res.writableEnded || this.#res.destroyed) return false;
@@ -107,6 +111,12 @@ export class NodeResponse implements EngineResponse {
       return false;
     }
   }
+}
+
+/** `text` as the bytes of an ArrayBuffer of its own (small Buffers share a pool). */
+export function asciiBuffer(text: string): ArrayBuffer {
+  const b = Buffer.from(text, 'latin1');
+  return b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
 }
 
 const LOWER: Record<string, string> = { GET: 'get', POST: 'post', DELETE: 'delete', HEAD: 'head', OPTIONS: 'options' };

@@ -1,19 +1,14 @@
 import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
-import { STATUS_TEXT } from '../../../errors/index.ts';
-import { errorBody } from '../../reply.ts';
+import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, NOT_HTTP, rawRefusal, refuse, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
 import type { EngineApp, Listener } from '../port.ts';
 import { lowerMethod, NodeRequest, NodeResponse, queryValue } from './exchange.ts';
-import { RawRequest, RawResponse, readRawHead } from './raw-request.ts';
+import { rawHeadProblem, RawRequest, RawResponse, readRawHead } from './raw-request.ts';
 import { Router } from './router.ts';
 
 /** uWS closes a connection idle for 10 s; so does this adapter. */
 const IDLE_TIMEOUT_MS = 10_000;
-/** CONTRACT.md §4: headers and body must arrive within 10 s. */
-const REQUEST_TIMEOUT_MS = 10_000;
-/** CONTRACT.md §4: a URL over 8 KiB is 414. */
-const MAX_URL_BYTES = 8192;
 
 /**
  * The node:http adapter: the same routes, answers and connection handling as the uWS adapter,
@@ -25,9 +20,12 @@ export function nodeApp(): EngineApp {
   const router = new Router();
   const server = createServer({
     keepAliveTimeout: IDLE_TIMEOUT_MS,
+    // Both counted from the first byte of the request; checked every second, so 10 to 11 s.
     requestTimeout: REQUEST_TIMEOUT_MS,
     headersTimeout: REQUEST_TIMEOUT_MS,
     connectionsCheckingInterval: 1000,
+    // Set, not left to the default (the same today), which --max-http-header-size would change.
+    maxHeaderSize: MAX_HEAD_BYTES,
     requireHostHeader: false, // uWS answers requests without Host too
     noDelay: true,
   });
@@ -35,15 +33,17 @@ export function nodeApp(): EngineApp {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    if (url.length > MAX_URL_BYTES) return refuse(res, 414, `the URL must be at most ${MAX_URL_BYTES} bytes`);
+    const response = new NodeResponse(res, req);
+    if (url.length > MAX_URL_BYTES) return refuse(response, URL_TOO_LONG, sentRequestId(req));
     const match = router.find(lowerMethod(req.method ?? 'GET'), path);
-    if (match === undefined) return refuse(res, 404, `no route ${req.method ?? ''} ${path}`);
-    match.handler(new NodeResponse(res, req), new NodeRequest(req, path, q < 0 ? undefined : url.slice(q + 1), match.params));
+    if (match === undefined) return refuse(response, [404, `no route ${req.method ?? ''} ${path}`], sentRequestId(req));
+    match.handler(response, new NodeRequest(req, path, q < 0 ? undefined : url.slice(q + 1), match.params));
   });
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
     const head = err.code === 'HPE_INVALID_URL' ? readRawHead(err.rawPacket) : undefined;
-    const match = head === undefined ? undefined : router.find(head.method, head.path);
-    if (head === undefined || match === undefined || !socket.writable) return answerClientError(err, socket);
+    const problem = head === undefined ? undefined : rawHeadProblem(head);
+    const match = head === undefined || problem !== undefined ? undefined : router.find(head.method, head.path);
+    if (head === undefined || match === undefined || !socket.writable) return answerClientError(err, socket, problem, head?.headers.get('x-request-id'));
     match.handler(new RawResponse(socket, head.body), new RawRequest(head, match.params, queryValue));
   });
   return {
@@ -87,25 +87,27 @@ function hasReusePort(): boolean {
   return major > 22 || (major === 22 && minor >= 12);
 }
 
-/** For what node:http refuses before routing: the contract's envelope instead of a bare status. */
-function refuse(res: ServerResponse, status: number, error: string): void {
-  const body = errorBody(status, error);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
-  res.end(body);
+function sentRequestId(req: IncomingMessage): string {
+  const id = req.headers['x-request-id'];
+  return typeof id === 'string' ? id : '';
 }
 
-const CLIENT_ERRORS: Record<string, readonly [number, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'the request headers must be at most 16 KiB in all'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'the request did not arrive within 10 s'],
+/** node:http's parse errors that are the contract's transport limits (llhttp's codes). */
+const CLIENT_ERRORS: Record<string, Refusal> = {
+  HPE_HEADER_OVERFLOW: HEAD_TOO_LARGE,
+  HPE_UNEXPECTED_CONTENT_LENGTH: LENGTH_CONFLICT, // a repeated Content-Length
+  HPE_INVALID_TRANSFER_ENCODING: LENGTH_CONFLICT, // with Content-Length, or not ending in chunked
+  ERR_HTTP_REQUEST_TIMEOUT: TOO_SLOW,
 };
 
-/** A request node:http could not parse: answered where possible, and the connection closed. */
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+/**
+ * A request node:http could not parse (or `problem`, found in a head read by hand): answered
+ * where possible, and the connection closed.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket, problem?: Refusal, sentRequestId?: string): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
   }
-  const [status, error] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'the request is not valid HTTP/1.1'];
-  const body = errorBody(status, error);
-  socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  socket.end(rawRefusal(problem ?? CLIENT_ERRORS[err.code ?? ''] ?? NOT_HTTP, sentRequestId));
 }

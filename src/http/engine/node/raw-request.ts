@@ -1,5 +1,7 @@
 import type { Socket } from 'node:net';
+import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, NOT_HTTP, URL_TOO_LONG, type Refusal } from '../limits.ts';
 import type { EngineRequest, EngineResponse } from '../port.ts';
+import { asciiBuffer } from './exchange.ts';
 
 /**
  * A request whose head node:http refused only for its request target (raw bytes outside ASCII
@@ -15,6 +17,25 @@ export interface RawHead {
   readonly headers: ReadonlyMap<string, string>;
   /** What of the body came with the head (up to its Content-Length). */
   readonly body: Buffer;
+  /** Bytes of the request target and of the header names and values, as node:http counts them. */
+  readonly headBytes: number;
+  /** How many Content-Length headers it has, and whether it has Transfer-Encoding. */
+  readonly lengths: number;
+  readonly transferEncoding: boolean;
+  /** The declared Content-Length, when it is one. */
+  readonly declared: number;
+}
+
+/**
+ * The transport limits node:http would have checked had it parsed this head (CONTRACT.md §4),
+ * and a body that did not come whole with the head: it is never waited for here.
+ */
+export function rawHeadProblem(head: RawHead): Refusal | undefined {
+  if (head.headBytes > MAX_HEAD_BYTES) return HEAD_TOO_LARGE;
+  if (head.path.length + (head.query === undefined ? 0 : head.query.length + 1) > MAX_URL_BYTES) return URL_TOO_LONG;
+  if (head.lengths > 1 || (head.lengths === 1 && head.transferEncoding)) return LENGTH_CONFLICT;
+  if (head.transferEncoding || head.body.length < head.declared) return NOT_HTTP;
+  return undefined;
 }
 
 const HEAD_END = '\r\n\r\n';
@@ -29,10 +50,14 @@ export function readRawHead(packet: Buffer | undefined): RawHead | undefined {
   const line = /^([A-Z]{1,16}) (\S+) HTTP\/1\.[01]$/.exec(requestLine);
   if (line === null) return undefined;
   const headers = new Map<string, string>();
+  let headBytes = (line[2] as string).length;
+  let lengths = 0;
   for (const field of fields) {
     const colon = field.indexOf(':');
     if (colon <= 0) return undefined;
     const name = field.slice(0, colon).toLowerCase();
+    headBytes += field.length - 1;
+    if (name === 'content-length') lengths++;
     if (!headers.has(name)) headers.set(name, field.slice(colon + 1).trim());
   }
   const target = percentEncodeOutsideAscii(line[2] as string);
@@ -46,6 +71,10 @@ export function readRawHead(packet: Buffer | undefined): RawHead | undefined {
     query: q < 0 ? undefined : target.slice(q + 1),
     headers,
     body,
+    headBytes,
+    lengths,
+    transferEncoding: headers.has('transfer-encoding'),
+    declared: Number.isSafeInteger(length) && length > 0 ? length : 0,
   };
 }
 
@@ -140,6 +169,10 @@ export class RawResponse implements EngineResponse {
     const body = this.#body;
     queueMicrotask(() => handler(body.length === 0 ? EMPTY : (body.buffer.slice(body.byteOffset, body.byteOffset + body.length) as ArrayBuffer), true));
     return this;
+  }
+
+  getRemoteAddressAsText(): ArrayBuffer {
+    return asciiBuffer(this.#socket.remoteAddress ?? '');
   }
 
   #finish(length: string, body: string): void {

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import type { EngineApp, Handler, Listener, Method } from '../port.ts';
+import { guarded } from './guard.ts';
 
 type UwsModule = typeof Uws;
 
@@ -52,16 +53,17 @@ const TO_UWS = (pattern: string): string => pattern.replace(/\{(\w+)\}/g, ':$1')
  */
 export function uwsApp(uws: UwsModule): EngineApp {
   const app = uws.App();
+  // GET and HEAD get the native objects, behind the head's checks only: the hot path.
   const register: Record<Method, (pattern: string, h: Handler) => unknown> = {
-    GET: (p, h) => app.get(p, h),
-    POST: (p, h) => app.post(p, h),
-    DELETE: (p, h) => app.del(p, h),
-    HEAD: (p, h) => app.head(p, h),
+    GET: (p, h) => app.get(p, guarded(h, false)),
+    POST: (p, h) => app.post(p, guarded(h, true)),
+    DELETE: (p, h) => app.del(p, guarded(h, true)),
+    HEAD: (p, h) => app.head(p, guarded(h, false)),
   };
   return {
     on: (method, pattern, handler) => void register[method](TO_UWS(pattern), handler),
-    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), handler),
-    fallback: (handler) => void app.any('/*', handler),
+    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, false)),
+    fallback: (handler) => void app.any('/*', guarded(handler, false)),
     listen: (host, port) =>
       new Promise<Listener>((resolve, reject) => {
         app.listen(host, port, (socket) => {

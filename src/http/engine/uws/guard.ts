@@ -1,0 +1,135 @@
+import type * as Uws from 'uWebSockets.js';
+import type { EngineResponse, Handler } from '../port.ts';
+import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, refuse, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
+
+/*
+ * What uWS (the 20.30 build: uWebSockets v20.43) does by itself, and what is left to this file.
+ * Its parser closes, without an answer: a request with both Content-Length and Transfer-Encoding,
+ * a Content-Length that is not plain digits, a request without Host, and a head that spans
+ * several reads and passes 4 KiB. It does not limit a head that arrives in one read (up to its
+ * 512 KiB receive buffer) and reads no UWS_HTTP_MAX_HEADERS_SIZE; with a repeated Content-Length
+ * it takes the first. It closes a connection whose head is not complete 8 to 12 s after it opened
+ * or after its last answer (partial heads do not reset that timer; it ticks every 4 s), and a
+ * body that arrives slower than 16 KiB/s (the same granularity).
+ * So the head's size, the URL's and a repeated Content-Length are checked here, on every route
+ * (about 0.35 µs a request with a handful of headers), and a body gets a 10 s deadline with a 408.
+ */
+
+/** The handler with the transport checks of its head in front, and a deadline on its body. */
+export function guarded(handler: Handler, withBody: boolean): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
+  return (res, req) => {
+    const problem = headProblem(req);
+    if (problem !== undefined) return refuse(res, problem, req.getHeader('x-request-id'));
+    handler(withBody ? new DeadlineResponse(res, req.getHeader('x-request-id')) : res, req);
+  };
+}
+
+/** What the request's head breaks of the transport limits, if anything. */
+function headProblem(req: Uws.HttpRequest): Refusal | undefined {
+  const query = req.getQuery() as string | undefined;
+  const url = req.getUrl().length + (query === undefined ? 0 : query.length + 1);
+  let size = url;
+  let lengths = 0;
+  req.forEach((name, value) => {
+    size += name.length + value.length;
+    if (name === 'content-length') lengths++;
+  });
+  if (size > MAX_HEAD_BYTES) return HEAD_TOO_LARGE;
+  if (url > MAX_URL_BYTES) return URL_TOO_LONG;
+  // Identical copies too, as node:http refuses them: two framings of one request are never needed.
+  if (lengths > 1) return LENGTH_CONFLICT;
+  return undefined;
+}
+
+/**
+ * The native response, plus the body's deadline: once the body has been asked for, it has
+ * REQUEST_TIMEOUT_MS to arrive, else 408 and the connection closes, and the handler hears of it
+ * through its `onAborted` (as when uWS itself closes a slow body first). Nothing is written to
+ * the native response once it is complete or gone: uWS throws on a discarded response.
+ */
+class DeadlineResponse implements EngineResponse {
+  readonly #res: Uws.HttpResponse;
+  readonly #sentRequestId: string;
+  #onAborted: (() => void) | undefined;
+  #watching = false;
+  #over = false;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(res: Uws.HttpResponse, sentRequestId: string) {
+    this.#res = res;
+    this.#sentRequestId = sentRequestId;
+  }
+
+  writeStatus(status: string): this {
+    if (!this.#over) this.#res.writeStatus(status);
+    return this;
+  }
+
+  writeHeader(name: string, value: string): this {
+    if (!this.#over) this.#res.writeHeader(name, value);
+    return this;
+  }
+
+  end(body: string, closeConnection?: boolean): this {
+    if (this.#finish()) this.#res.end(body, closeConnection);
+    return this;
+  }
+
+  endWithoutBody(): this {
+    if (this.#finish()) this.#res.endWithoutBody();
+    return this;
+  }
+
+  cork(write: () => void): this {
+    if (!this.#over) this.#res.cork(write);
+    return this;
+  }
+
+  onAborted(handler: () => void): this {
+    this.#onAborted = handler;
+    this.#watch();
+    return this;
+  }
+
+  onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): this {
+    this.#watch();
+    this.#timer ??= setTimeout(this.#expire, REQUEST_TIMEOUT_MS).unref();
+    this.#res.onData((chunk, isLast) => {
+      if (this.#over) return;
+      if (isLast) clearTimeout(this.#timer);
+      handler(chunk, isLast);
+    });
+    return this;
+  }
+
+  getRemoteAddressAsText(): ArrayBuffer {
+    return this.#res.getRemoteAddressAsText();
+  }
+
+  /** Marks the response complete; false if it already was (or is gone). */
+  #finish(): boolean {
+    if (this.#over) return false;
+    this.#over = true;
+    clearTimeout(this.#timer);
+    return true;
+  }
+
+  /** uWS allows one abort handler per response: this one, which passes the news on. */
+  #watch(): void {
+    if (this.#watching) return;
+    this.#watching = true;
+    this.#res.onAborted(() => {
+      const told = this.#over; // by #expire, which has passed the news on already
+      this.#over = true;
+      clearTimeout(this.#timer);
+      if (!told) this.#onAborted?.();
+    });
+  }
+
+  readonly #expire = (): void => {
+    if (this.#over) return;
+    this.#over = true;
+    this.#res.cork(() => refuse(this.#res, TOO_SLOW, this.#sentRequestId));
+    this.#onAborted?.();
+  };
+}
