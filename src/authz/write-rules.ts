@@ -113,3 +113,23 @@ export function refused(why: Refusal, revision: number): WriteRefused {
 export function refusalError(why: Refusal): AppError {
   return new AppError(why.code, why.message);
 }
+
+/** The refusal `code` gives `change`: the same text the rules above give it (an adapter that stored other names, ciphertexts, words it again). */
+export function refusalFor(code: RefusalCode, change: Change): Refusal {
+  const permission = 'permission' in change ? change.permission : '';
+  const user = 'user' in change ? change.user : '';
+  switch (code) {
+    case 'ERR_AUTHZ_ROLE_NOT_FOUND':
+      return roleNotFound(change.role);
+    case 'ERR_AUTHZ_ROLE_EXISTS':
+      return roleExists(change.role);
+    case 'ERR_AUTHZ_GRANT_EXISTS':
+      return grantExists(change.role, permission);
+    case 'ERR_AUTHZ_GRANT_NOT_FOUND':
+      return grantNotFound(change.role, permission);
+    case 'ERR_AUTHZ_MEMBERSHIP_EXISTS':
+      return memberExists(user, change.role);
+    case 'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND':
+      return memberNotFound(user, change.role);
+  }
+}

@@ -46,6 +46,17 @@ export const ERRORS = {
     retryable: false,
     message: () => 'a valid client key or token is required as Authorization: Bearer <credential>',
   },
+  ERR_AUTH_READ_SCOPE: {
+    status: 403,
+    retryable: false,
+    message: () => "a token of scope 'read' may only read: GET routes and POST /api/check",
+  },
+  ERR_AUTH_TOKEN_CANNOT_MINT: { status: 403, retryable: false, message: () => 'tokens are issued to client keys only: a token cannot mint tokens' },
+  ERR_AUTH_TOKENS_OFF: {
+    status: 501,
+    retryable: false,
+    message: () => 'token issuance is off: the service has no AUTH_JWT_SECRET_KEY configured',
+  },
   ERR_VALIDATION_NAME: { status: 400, retryable: false, message: free },
   ERR_VALIDATION_QUERY: { status: 400, retryable: false, message: free },
   ERR_VALIDATION_HEADER: { status: 400, retryable: false, message: free },
@@ -102,6 +113,8 @@ export const ERRORS = {
     retryable: true,
     message: (p: { readonly what: string; readonly reason: string }) => `the database aborted a concurrent transaction (${p.what}: ${p.reason})`,
   },
+  /** Start-up: the database's names are stored otherwise than this process would (CONTRACT.md §8). */
+  ERR_STORE_ENCRYPTION_MISMATCH: { status: 500, retryable: false, message: (p: { readonly why: string }) => p.why },
   ERR_INTERNAL: { status: 500, retryable: false, message: free },
 } as const satisfies Record<string, ErrorSpec>;
 
@@ -117,6 +130,7 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   204: 'No content',
   400: 'Bad request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not found',
   405: 'Method not allowed',
   408: 'Request timeout',
@@ -126,6 +140,7 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   415: 'Unsupported media type',
   431: 'Request header fields too large',
   500: 'Internal server error',
+  501: 'Not implemented',
   503: 'Service unavailable',
 };
 

@@ -1,5 +1,6 @@
 import { extname } from 'node:path';
 import { Piscina } from 'piscina';
+import type { AuditEntry, AuditRecord } from '../audit/record.ts';
 import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import { fromWire } from '../errors/index.ts';
@@ -65,6 +66,15 @@ export class PooledStore implements BatchStore {
   }
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     return this.#run({ kind: 'changes', tenant, since, limit });
+  }
+  async appendAudit(rows: readonly AuditRecord[]): Promise<void> {
+    await this.#run({ kind: 'appendAudit', rows });
+  }
+  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
+    return this.#run({ kind: 'audit', tenant, before, limit });
+  }
+  pruneAudit(before: string, limit: number): Promise<number> {
+    return this.#run({ kind: 'pruneAudit', before, limit });
   }
   async cursorSecret(): Promise<Buffer> {
     return Buffer.from(await this.#run({ kind: 'cursorSecret' }), 'hex');

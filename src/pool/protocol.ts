@@ -1,3 +1,4 @@
+import type { AuditEntry, AuditRecord } from '../audit/record.ts';
 import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
@@ -10,6 +11,9 @@ export type Task =
   | { readonly kind: 'revisions'; readonly tenants: readonly TenantId[] }
   | { readonly kind: 'writeMany'; readonly writes: readonly PendingWrite[] }
   | { readonly kind: 'changes'; readonly tenant: TenantId; readonly since: number; readonly limit: number }
+  | { readonly kind: 'appendAudit'; readonly rows: readonly AuditRecord[] }
+  | { readonly kind: 'audit'; readonly tenant: TenantId; readonly before: number | undefined; readonly limit: number }
+  | { readonly kind: 'pruneAudit'; readonly before: string; readonly limit: number }
   | { readonly kind: 'cursorSecret' }
   | { readonly kind: 'ping' };
 
@@ -19,6 +23,9 @@ export interface TaskValue {
   revisions: Array<[TenantId, number]>;
   writeMany: WriteSettled[];
   changes: ChangeRecord[];
+  appendAudit: true;
+  audit: AuditEntry[];
+  pruneAudit: number;
   /** Hex, so it crosses the thread boundary as a plain string. */
   cursorSecret: string;
   ping: true;

@@ -105,4 +105,43 @@ export const MIGRATIONS: readonly Migration[] = [
        )`,
     ],
   },
+  {
+    version: 2,
+    name: 'audit trail',
+    // Rows name their client by hash: failed requests of a client that never wrote are audited
+    // too, without creating a client row for them. `resource` is encrypted like a name when
+    // field encryption is on.
+    sqlite: [
+      `CREATE TABLE audit (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         client_hash TEXT NOT NULL,
+         at TEXT NOT NULL,
+         action TEXT NOT NULL,
+         resource TEXT NOT NULL,
+         status INTEGER NOT NULL,
+         revision INTEGER,
+         credential TEXT NOT NULL,
+         request_id TEXT NOT NULL,
+         ip TEXT NOT NULL
+       )`,
+      `CREATE INDEX audit_by_client ON audit (client_hash, id)`,
+      `CREATE INDEX audit_by_time ON audit (at)`,
+    ],
+    postgresql: [
+      `CREATE TABLE audit (
+         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+         client_hash TEXT COLLATE "C" NOT NULL,
+         at TEXT COLLATE "C" NOT NULL,
+         action TEXT NOT NULL,
+         resource TEXT NOT NULL,
+         status INTEGER NOT NULL,
+         revision BIGINT,
+         credential TEXT NOT NULL,
+         request_id TEXT NOT NULL,
+         ip TEXT NOT NULL
+       )`,
+      `CREATE INDEX audit_by_client ON audit (client_hash, id)`,
+      `CREATE INDEX audit_by_time ON audit (at)`,
+    ],
+  },
 ];

@@ -1,3 +1,4 @@
+import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
@@ -20,6 +21,12 @@ export interface Store {
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>>;
   /** Committed changes with a revision above `since`, ascending, at most `limit`. */
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
+  /** Audit rows recorded apart from a write (failed requests, reads, tokens), in one transaction. */
+  appendAudit(rows: readonly AuditRecord[]): Promise<void>;
+  /** The tenant's audit rows with an id below `before` (all when undefined), newest first, at most `limit`. */
+  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]>;
+  /** Deletes at most `limit` audit rows older than `before` (a wire timestamp); how many went. */
+  pruneAudit(before: string, limit: number): Promise<number>;
   /** A secret shared by every process using this database (signs pagination cursors). */
   cursorSecret(): Promise<Buffer>;
   /** Resolves when the database answers. */
@@ -40,12 +47,21 @@ export interface BatchStore extends Store {
 }
 
 /** An adapter (SQLite, PostgreSQL), as a pool thread uses it. */
-export type StoreAdapter = BatchStore;
+export interface StoreAdapter extends BatchStore {
+  /**
+   * Records how this database's names are stored (`mark`: plaintext, or encrypted with a key's
+   * fingerprint) unless it already knows, and answers what it knows. A database written before
+   * marks existed, and holding data, is plaintext. Touches no client data.
+   */
+  claimEncryption(mark: string): Promise<string>;
+}
 
 /** One write of a {@link StoreAdapter.writeMany} batch. */
 export interface PendingWrite {
   readonly tenant: TenantId;
   readonly change: Change;
+  /** The request's audit row, committed with the change when it commits (never with a refusal). */
+  readonly audit?: AuditOfWrite | undefined;
 }
 
 /** How one write of a batch settled: its outcome (committed or refused), or the failure. */

@@ -1,3 +1,4 @@
+import type { AuditEntry, AuditRecord } from '../audit/record.ts';
 import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import { AppError, errorMessage, fromWire } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
@@ -127,6 +128,15 @@ export class ResilientStore implements BatchStore {
 
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     return this.#call(() => this.#inner.changes(tenant, since, limit));
+  }
+  appendAudit(rows: readonly AuditRecord[]): Promise<void> {
+    return this.#call(() => this.#inner.appendAudit(rows));
+  }
+  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
+    return this.#call(() => this.#inner.audit(tenant, before, limit));
+  }
+  pruneAudit(before: string, limit: number): Promise<number> {
+    return this.#call(() => this.#inner.pruneAudit(before, limit));
   }
   cursorSecret(): Promise<Buffer> {
     return this.#call(() => this.#inner.cursorSecret());

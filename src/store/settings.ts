@@ -9,6 +9,8 @@ export interface StoreSettings {
   readonly sqlitePath: string;
   /** Required when `type` is `postgresql`. */
   readonly postgresql?: PostgresSettings;
+  /** AUTH_ENCRYPTION_KEY when field encryption is on (CONTRACT.md §8). */
+  readonly encryptionKey?: string;
 }
 
 export interface PostgresSettings {
@@ -25,10 +27,13 @@ export interface PostgresSettings {
 /** The store settings of a process, from its configuration. */
 export function storeSettings(config: Config): StoreSettings {
   const { AUTH_DATABASE_TYPE: type, AUTH_SQLITE_PATH: sqlitePath, AUTH_POSTGRESQL_URL: url } = config;
-  if (url === undefined) return { type, sqlitePath };
+  const key = config.AUTH_ENABLE_ENCRYPTION ? config.AUTH_ENCRYPTION_KEY : undefined;
+  const encryption = key === undefined ? {} : { encryptionKey: key };
+  if (url === undefined) return { type, sqlitePath, ...encryption };
   return {
     type,
     sqlitePath,
+    ...encryption,
     postgresql: {
       url,
       poolMax: config.AUTH_POSTGRESQL_POOL_MAX,

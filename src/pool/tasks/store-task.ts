@@ -1,7 +1,10 @@
 // Runs in a pool thread: one store connection per thread, opened on the first task. Each
 // adapter has its own task file (sqlite-task, postgres-task), so a thread loads one driver.
 import { workerData } from 'piscina';
-import { toWire } from '../../errors/index.ts';
+import { FieldCipher } from '../../crypto/field-cipher.ts';
+import { appError, toWire } from '../../errors/index.ts';
+import { EncryptedStore } from '../../store/encrypted.ts';
+import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
 import type { StoreSettings } from '../../store/index.ts';
 import type { StoreAdapter } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
@@ -19,6 +22,13 @@ async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]
       return s.writeMany(task.writes);
     case 'changes':
       return s.changes(task.tenant, task.since, task.limit);
+    case 'appendAudit':
+      await s.appendAudit(task.rows);
+      return true;
+    case 'audit':
+      return s.audit(task.tenant, task.before, task.limit);
+    case 'pruneAudit':
+      return s.pruneAudit(task.before, task.limit);
     case 'cursorSecret':
       return (await s.cursorSecret()).toString('hex');
     case 'ping':
@@ -27,13 +37,37 @@ async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]
   }
 }
 
+/**
+ * The adapter `open` opens, behind field encryption when the settings carry a key (derived here,
+ * in the thread: PBKDF2 never runs on an event loop that serves requests). Before anything else
+ * the database's encryption mark is claimed and compared: a mismatch is a failure of every task,
+ * so the worker's first call (its start-up) fails with that message.
+ */
+async function openChecked(open: (settings: StoreSettings) => StoreAdapter, settings: StoreSettings): Promise<StoreAdapter> {
+  const adapter = open(settings);
+  try {
+    const cipher = settings.encryptionKey === undefined ? undefined : new FieldCipher(settings.encryptionKey);
+    const wanted = cipher === undefined ? PLAINTEXT_MARK : encryptedMark(cipher.fingerprint);
+    const why = markMismatch(await adapter.claimEncryption(wanted), wanted);
+    if (why !== undefined) throw appError('ERR_STORE_ENCRYPTION_MISMATCH', { why });
+    return cipher === undefined ? adapter : new EncryptedStore(adapter, cipher);
+  } catch (err) {
+    await adapter.close();
+    throw err;
+  }
+}
+
 /** The task function of a pool thread whose store `open` opens. */
 export function storeTask(open: (settings: StoreSettings) => StoreAdapter): (task: Task) => Promise<TaskReply<Task['kind']>> {
-  let store: StoreAdapter | undefined;
+  let opening: Promise<StoreAdapter> | undefined;
   return async (task) => {
     try {
-      store ??= open(workerData as StoreSettings);
-      return { ok: true, value: await run(store, task) };
+      // A failed opening (the database down at start-up) is tried again by the next task.
+      opening ??= openChecked(open, workerData as StoreSettings).catch((err: unknown) => {
+        opening = undefined;
+        throw err;
+      });
+      return { ok: true, value: await run(await opening, task) };
     } catch (err) {
       return { ok: false, error: toWire(storeFailure(err, task.kind)) };
     }

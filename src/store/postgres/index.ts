@@ -11,6 +11,9 @@ import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
 import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
+import type { AuditEntry, AuditOfWrite, AuditRecord } from '../../audit/record.ts';
+import { entryOf } from '../audit-rows.ts';
+import { PLAINTEXT_MARK } from '../encryption-mark.ts';
 
 type Row = Record<string, unknown>;
 type Db = Pick<PoolClient, 'query'>;
@@ -56,11 +59,15 @@ export class PostgresStore implements StoreAdapter {
     return this.#ready;
   }
 
-  /** One statement outside a transaction. */
+  /** One statement outside a transaction: its rows. */
   async #query(what: string, st: Statement, values: unknown[]): Promise<Row[]> {
+    return (await this.#result(what, st, values)).rows;
+  }
+
+  async #result(what: string, st: Statement, values: unknown[]): Promise<QueryResult<Row>> {
     await this.#migrated();
     try {
-      return (await run(this.#pool, st, values)).rows;
+      return await run(this.#pool, st, values);
     } catch (err) {
       throw storeFailure(err, what);
     }
@@ -127,10 +134,10 @@ export class PostgresStore implements StoreAdapter {
   }
 
   /** One write, in its own transaction. */
-  async #writeOne(tenant: TenantId, change: Change): Promise<WriteOutcome> {
+  async #writeOne(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome> {
     await this.#migrated();
     return this.#tx('write', async (db) => {
-      const outcome = await applyWrite(db, tenant, change);
+      const outcome = await applyWrite(db, tenant, change, audit);
       return { commit: outcome.ok, value: outcome };
     });
   }
@@ -153,7 +160,7 @@ export class PostgresStore implements StoreAdapter {
         for (const i of indexes) {
           const w = writes[i] as PendingWrite;
           try {
-            settled[i] = { ok: true, value: await this.#writeOne(w.tenant, w.change) };
+            settled[i] = { ok: true, value: await this.#writeOne(w.tenant, w.change, w.audit) };
           } catch (err) {
             settled[i] = { ok: false, error: toWire(err) };
           }
@@ -166,6 +173,30 @@ export class PostgresStore implements StoreAdapter {
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     const rows = await this.#query('changes', SQL.changes, [tenant, since, limit]);
     return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
+  }
+
+  async appendAudit(rows: readonly AuditRecord[]): Promise<void> {
+    if (rows.length === 0) return;
+    const column = <T>(f: (r: AuditRecord) => T): T[] => rows.map(f);
+    await this.#query('audit', SQL.insertAudits, [
+      column((r) => r.tenant), column((r) => r.at), column((r) => r.action), column((r) => r.resource), column((r) => r.status),
+      column((r) => r.revision ?? null), column((r) => r.credential), column((r) => r.requestId), column((r) => r.ip),
+    ]);
+  }
+
+  async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
+    const rows = await this.#query('audit', SQL.auditPage, [tenant, before ?? Number.MAX_SAFE_INTEGER, limit]);
+    return rows.map(entryOf);
+  }
+
+  async pruneAudit(before: string, limit: number): Promise<number> {
+    return (await this.#result('audit', SQL.pruneAudit, [before, limit])).rowCount ?? 0;
+  }
+
+  async claimEncryption(mark: string): Promise<string> {
+    await this.#query('encryption', SQL.claimEncryption, [mark, PLAINTEXT_MARK]);
+    const row = (await this.#query('encryption', SQL.encryptionMark, []))[0];
+    return String(row?.value);
   }
 
   async cursorSecret(): Promise<Buffer> {
@@ -199,7 +230,7 @@ async function lockTenantRow(db: Db, tenant: TenantId, create: boolean): Promise
  * Inside the transaction: locks the tenant, checks the change against its state (authz/write-rules
  * decides), applies it. A refusal rolls the transaction back.
  */
-async function applyWrite(db: Db, tenant: TenantId, change: Change): Promise<WriteOutcome> {
+async function applyWrite(db: Db, tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome> {
   const row = await lockTenantRow(db, tenant, change.op === 'role.create');
   const current = row?.revision ?? 0;
   const roleExists = row !== undefined && (await run(db, SQL.roleExists, [row.id, change.role])).rowCount === 1;
@@ -209,16 +240,22 @@ async function applyWrite(db: Db, tenant: TenantId, change: Change): Promise<Wri
   const { rowsChanged, ...removed } = await applyChange(db, row.id, change);
   const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
   if (after !== undefined) return refused(after, current);
-  const committed = await run(db, SQL.commitChange, [
+  const at = timestamp();
+  const values = [
     row.id,
     change.op,
     change.role,
     'permission' in change ? change.permission : null,
     'user' in change ? change.user : null,
     change.op === 'role.create' ? Buffer.from(change.description, 'utf8') : null,
-    timestamp(),
-  ]);
-  return { ok: true, revision: Number(committed.rows[0]?.revision), change, ...removed };
+    at,
+  ];
+  const committed =
+    audit === undefined
+      ? await run(db, SQL.commitChange, values)
+      : await run(db, SQL.commitChangeAudited, [...values, audit.action, audit.resource, audit.status, audit.credential, audit.requestId, audit.ip]);
+  const revision = Number(committed.rows[0]?.revision);
+  return { ok: true, revision, change, ...removed };
 }
 
 interface Applied {

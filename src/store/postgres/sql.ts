@@ -37,6 +37,16 @@ export const SQL = {
      SELECT id, revision, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::text FROM bumped
      RETURNING revision`,
   ),
+  /** {@link SQL.commitChange} and the request's audit row ($8…$13), still one round trip. */
+  commitChangeAudited: s(
+    'commit_change_audited',
+    `WITH bumped AS (UPDATE clients SET revision = revision + 1 WHERE id = $1 RETURNING id, hash, revision),
+          logged AS (INSERT INTO changelog (client_id, revision, op, role, permission, "user", description, at)
+                     SELECT id, revision, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::text FROM bumped)
+     INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
+     SELECT hash, $7::text, $8::text, $9::text, $10::int, revision, $11::text, $12::text, $13::text FROM bumped
+     RETURNING revision`,
+  ),
   /**
    * A whole tenant in one statement, so one snapshot: no transaction needed for a consistent
    * read. Rows come in primary-key order, as from SQLite.
@@ -58,6 +68,26 @@ export const SQL = {
      FROM changelog l JOIN clients c ON c.id = l.client_id
      WHERE c.hash = $1 AND l.revision > $2 ORDER BY l.revision LIMIT $3`,
   ),
+  /** Many rows in one statement: parallel arrays, one per column. */
+  insertAudits: s(
+    'insert_audits',
+    `INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
+     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::int[], $6::bigint[], $7::text[], $8::text[], $9::text[])`,
+  ),
+  auditPage: s(
+    'audit_page',
+    `SELECT id, client_hash, at, action, resource, status, revision, credential, request_id, ip FROM audit
+     WHERE client_hash = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+  ),
+  pruneAudit: s('prune_audit', 'DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < $1 ORDER BY at LIMIT $2)'),
+  /** Records the mark unless one is there; a database with clients and no mark is plaintext. */
+  claimEncryption: s(
+    'claim_encryption',
+    `INSERT INTO meta (key, value)
+     SELECT 'encryption', CASE WHEN EXISTS (SELECT 1 FROM clients) THEN $2 ELSE $1 END
+     ON CONFLICT (key) DO NOTHING`,
+  ),
+  encryptionMark: s('encryption_mark', `SELECT value FROM meta WHERE key = 'encryption'`),
   cursorSecret: s('cursor_secret', `SELECT value FROM meta WHERE key = 'cursor_secret'`),
 } as const;
 

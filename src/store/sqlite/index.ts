@@ -10,6 +10,8 @@ import type { PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../
 import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { isSqliteBusy, storeFailure } from '../transient.ts';
+import type { AuditEntry, AuditOfWrite, AuditRecord } from '../../audit/record.ts';
+import { auditStatements } from './audit.ts';
 
 type Row = Record<string, unknown>;
 
@@ -37,6 +39,8 @@ export class SqliteStore implements StoreAdapter {
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
   readonly #load: (tenant: TenantId) => Snapshot;
+  readonly #audit: ReturnType<typeof auditStatements>;
+  readonly #appendAudit: (rows: readonly AuditRecord[]) => void;
 
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -48,14 +52,15 @@ export class SqliteStore implements StoreAdapter {
     this.#db.exec('PRAGMA busy_timeout = 0');
     whenFree(() => migrate(this.#db));
     this.#stmt = prepare(this.#db);
-    const writeTx = this.#db.transaction((tenant: TenantId, change: Change) => this.#applyWrite(tenant, change));
+    this.#audit = auditStatements(this.#db, (st) => (RETAINED.push(st), st));
+    const writeTx = this.#db.transaction((w: PendingWrite) => this.#applyWrite(w.tenant, w.change, w.audit));
     // A batch is one transaction (one lock, one fsync); each write in it runs in a savepoint (a
     // transaction nested in another is one in better-sqlite3), so a write that throws is undone
     // alone and the others still commit.
     const manyTx = this.#db.transaction((writes: readonly PendingWrite[]): WriteSettled[] =>
       writes.map((w) => {
         try {
-          return { ok: true, value: writeTx(w.tenant, w.change) };
+          return { ok: true, value: writeTx(w) };
         } catch (err) {
           return { ok: false, error: toWire(storeFailure(err, 'write')) };
         }
@@ -64,6 +69,10 @@ export class SqliteStore implements StoreAdapter {
     this.#writeMany = (writes) => whenFree(() => manyTx.immediate(writes));
     const loadTx = this.#db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
     this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
+    const auditTx = this.#db.transaction((rows: readonly AuditRecord[]) => {
+      for (const r of rows) this.#audit.insert(r);
+    });
+    this.#appendAudit = (rows) => whenFree(() => auditTx.immediate(rows));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {
@@ -96,6 +105,19 @@ export class SqliteStore implements StoreAdapter {
     const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
     return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
   }
+  async appendAudit(rows: readonly AuditRecord[]): Promise<void> {
+    if (rows.length === 0) return;
+    this.#appendAudit(rows);
+  }
+  async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
+    return whenFree(() => this.#audit.page(tenant, before, limit));
+  }
+  async pruneAudit(before: string, limit: number): Promise<number> {
+    return whenFree(() => this.#audit.prune(before, limit));
+  }
+  async claimEncryption(mark: string): Promise<string> {
+    return whenFree(() => this.#db.transaction(() => this.#audit.claimEncryption(mark)).immediate());
+  }
   async cursorSecret(): Promise<Buffer> {
     const row = whenFree(() => this.#stmt.cursorSecret.get()) as Row | undefined;
     if (row === undefined) throw new Error('cursor secret missing from meta');
@@ -125,7 +147,7 @@ export class SqliteStore implements StoreAdapter {
    * decides), then commits it. A refused write changes nothing: its role check comes before any
    * statement, and the grant or membership check is the no-op insert or delete itself.
    */
-  #applyWrite(tenant: TenantId, change: Change): WriteOutcome {
+  #applyWrite(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): WriteOutcome {
     const s = this.#stmt;
     const row = s.tenantRow.get(tenant) as Row | undefined;
     const current = row === undefined ? 0 : Number(row.revision);
@@ -138,6 +160,7 @@ export class SqliteStore implements StoreAdapter {
     const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
     if (after !== undefined) return refused(after, current);
     const revision = Number((s.bumpRevision.get(tenantRowId) as Row).revision);
+    const at = timestamp();
     s.insertChange.run(
       tenantRowId,
       revision,
@@ -146,8 +169,9 @@ export class SqliteStore implements StoreAdapter {
       'permission' in change ? change.permission : null,
       'user' in change ? change.user : null,
       change.op === 'role.create' ? change.description : null,
-      timestamp(),
+      at,
     );
+    if (audit !== undefined) this.#audit.insert({ ...audit, tenant, at, revision });
     return { ok: true, revision, change, ...removed };
   }
 

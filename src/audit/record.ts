@@ -1,0 +1,37 @@
+import type { TenantId } from '../authz/tenant.ts';
+
+/**
+ * The audit trail's rows (CONTRACT.md §5 `GET /api/audit`). A draft is what a request leaves
+ * before its outcome is known; the outcome (status, revision, time) completes it.
+ */
+export interface AuditDraft {
+  /** The change's op (`role.create` …), `token.issue`, `workflow.schedule`, `workflow.unschedule` or `read`. */
+  readonly action: string;
+  /** The request path as received, without its query. */
+  readonly resource: string;
+  /** `key:<first 12 hex of the client hash>` or `token:<jti>`: never the credential itself. */
+  readonly credential: string;
+  readonly requestId: string;
+  /** The peer address (forwarding headers are not trusted). */
+  readonly ip: string;
+}
+
+/** A draft with its success status: committed with the write it records, in one transaction. */
+export interface AuditOfWrite extends AuditDraft {
+  readonly status: number;
+}
+
+/** One row of the trail. */
+export interface AuditRecord extends AuditDraft {
+  readonly tenant: TenantId;
+  /** Wire timestamp (UTC, 6 fractional digits), so text order is time order. */
+  readonly at: string;
+  readonly status: number;
+  /** Only on successful writes. */
+  readonly revision?: number;
+}
+
+/** A stored row as read back, newest first by `id`. */
+export interface AuditEntry extends AuditRecord {
+  readonly id: number;
+}

@@ -1,0 +1,48 @@
+import type Database from 'better-sqlite3';
+import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { entryOf } from '../audit-rows.ts';
+import { PLAINTEXT_MARK } from '../encryption-mark.ts';
+
+type Row = Record<string, unknown>;
+
+/**
+ * The audit trail's and the encryption mark's statements. `retain` keeps each statement alive
+ * for the life of the process (see RETAINED in index.ts).
+ */
+export function auditStatements(db: Database.Database, retain: (s: Database.Statement) => Database.Statement) {
+  const st = {
+    insert: retain(db.prepare(
+      `INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
+       VALUES (@tenant, @at, @action, @resource, @status, @revision, @credential, @requestId, @ip)`,
+    )),
+    page: retain(db.prepare(
+      `SELECT id, client_hash, at, action, resource, status, revision, credential, request_id, ip FROM audit
+       WHERE client_hash = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+    )),
+    prune: retain(db.prepare('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)')),
+    mark: retain(db.prepare(`SELECT value FROM meta WHERE key = 'encryption'`)),
+    anyClient: retain(db.prepare('SELECT 1 FROM clients LIMIT 1')),
+    setMark: retain(db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('encryption', ?)`)),
+  };
+  return {
+    /** Inserts one row; call inside a transaction to commit it with something else. */
+    insert(r: AuditRecord): void {
+      st.insert.run({ ...r, revision: r.revision ?? null });
+    },
+    page(tenant: TenantId, before: number | undefined, limit: number): AuditEntry[] {
+      const rows = st.page.all(tenant, before ?? Number.MAX_SAFE_INTEGER, limit) as Row[];
+      return rows.map(entryOf);
+    },
+    prune(before: string, limit: number): number {
+      return st.prune.run(before, limit).changes;
+    },
+    /** See StoreAdapter.claimEncryption; run inside a write transaction. */
+    claimEncryption(mark: string): string {
+      const known = st.mark.get() as Row | undefined;
+      if (known !== undefined) return String(known.value);
+      st.setMark.run(st.anyClient.get() === undefined ? mark : PLAINTEXT_MARK);
+      return String((st.mark.get() as Row).value);
+    },
+  };
+}
