@@ -26,6 +26,9 @@ function pingHead(responder: Responder, res: EngineResponse, req: EngineRequest)
   res.writeStatus('200 OK');
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);
+  if (responder.cors.varyOnOrigin) res.writeHeader('Vary', 'Origin');
+  const allow = t.origin === '' ? undefined : responder.cors.allowOrigin(t.origin);
+  if (allow !== undefined) res.writeHeader('Access-Control-Allow-Origin', allow);
   res.endWithoutBody();
 }
 

@@ -9,6 +9,8 @@ export interface ReplyTarget {
   readonly requestId: string;
   /** The request's Origin when CORS applies to it, else ''. */
   readonly origin: string;
+  /** Told the status of the reply when the request is audited (CONTRACT.md §5 audit rows). */
+  readonly audit?: { replied(status: number): void } | undefined;
 }
 
 const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
@@ -32,6 +34,12 @@ export function requestIdOf(sent: string): string {
 
 export interface CorsPolicy {
   readonly enabled: boolean;
+  /**
+   * True with an origin list: answers then depend on the request's Origin, so every response
+   * says `Vary: Origin` (whatever the origin, or none), lest a shared cache hand one origin's
+   * answer to another.
+   */
+  readonly varyOnOrigin: boolean;
   /** The `Access-Control-Allow-Origin` value for an origin, or undefined when not allowed. */
   allowOrigin(origin: string): string | undefined;
 }
@@ -41,6 +49,7 @@ export function corsPolicy(enabled: boolean, origins: string): CorsPolicy {
   const allowed = new Set(origins.split(',').map((o) => o.trim().toLowerCase()));
   return {
     enabled,
+    varyOnOrigin: enabled && !any,
     allowOrigin: (origin) => (!enabled || origin === '' ? undefined : any ? '*' : allowed.has(origin.toLowerCase()) ? origin : undefined),
   };
 }
@@ -72,17 +81,16 @@ export function send(
   closeConnection = false,
 ): void {
   const res = t.res;
+  if (t.audit !== undefined) t.audit.replied(status);
   res.writeStatus(STATUS_LINE[status] ?? String(status));
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);
   if (revision !== undefined) res.writeHeader('X-Authz-Revision', String(revision));
-  if (t.origin !== '') {
-    const allow = cors.allowOrigin(t.origin);
-    if (allow !== undefined) {
-      res.writeHeader('Access-Control-Allow-Origin', allow);
-      res.writeHeader('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
-      if (allow !== '*') res.writeHeader('Vary', 'Origin');
-    }
+  if (cors.varyOnOrigin) res.writeHeader('Vary', 'Origin');
+  const allow = t.origin === '' ? undefined : cors.allowOrigin(t.origin);
+  if (allow !== undefined) {
+    res.writeHeader('Access-Control-Allow-Origin', allow);
+    res.writeHeader('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
   }
   if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
   res.end(body, closeConnection || draining);

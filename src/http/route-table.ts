@@ -47,14 +47,18 @@ export class RouteTable {
     return this.#drain.guard(handler, this.#responder.crashed);
   }
 
-  /** 204; with the CORS headers when the origin is allowed. */
+  /**
+   * 204, always. The Access-Control-* headers only for an allowed origin (CORS on, origin listed
+   * or `*`): an unlisted origin or CORS off gets none, so the browser blocks the request.
+   */
   #preflight(res: EngineResponse, req: EngineRequest, methods: string): void {
     const t = this.#responder.target(res, req, '');
     const cors = this.#responder.cors;
-    const extra: Array<[string, string]> = [];
-    if (t.origin !== '' && cors.allowOrigin(t.origin) !== undefined) {
-      extra.push(['Access-Control-Allow-Methods', methods], ['Access-Control-Allow-Headers', CORS_ALLOW_HEADERS], ['Access-Control-Max-Age', '600']);
-    }
-    send(t, cors, 204, '', undefined, extra);
+    const allowed = t.origin !== '' && cors.allowOrigin(t.origin) !== undefined;
+    send(t, cors, 204, '', undefined, allowed ? [
+      ['Access-Control-Allow-Methods', methods],
+      ['Access-Control-Allow-Headers', CORS_ALLOW_HEADERS],
+      ['Access-Control-Max-Age', '600'],
+    ] : undefined);
   }
 }
