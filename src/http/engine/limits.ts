@@ -25,7 +25,7 @@ export const NOT_HTTP: Refusal = [400, 'the request is not valid HTTP/1.1'];
 export function rawRefusal([status, detail]: Refusal, sentRequestId = ''): string {
   const body = errorBody(status, detail);
   return (
-    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ''}\r\nContent-Type: application/json\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? ''}\r\nContent-Type: application/json\r\nVary: Origin\r\n` +
     `X-Request-Id: ${requestIdOf(sentRequestId)}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
   );
 }
@@ -34,6 +34,8 @@ export function rawRefusal([status, detail]: Refusal, sentRequestId = ''): strin
 export function refuse(res: EngineResponse, [status, detail]: Refusal, sentRequestId: string): void {
   res.writeStatus(`${status} ${STATUS_TEXT[status] ?? ''}`);
   res.writeHeader('Content-Type', 'application/json');
+  // Answered before any route or CORS policy is looked at: cacheable by no origin's answer.
+  res.writeHeader('Vary', 'Origin');
   res.writeHeader('X-Request-Id', requestIdOf(sentRequestId));
   res.end(errorBody(status, detail), true);
 }

@@ -19,6 +19,8 @@ export interface RawHead {
   readonly body: Buffer;
   /** Bytes of the request target and of the header names and values, as node:http counts them. */
   readonly headBytes: number;
+  /** Bytes of the request target as received (before its bytes outside ASCII were percent-encoded). */
+  readonly targetBytes: number;
   /** How many Content-Length headers it has, and whether it has Transfer-Encoding. */
   readonly lengths: number;
   readonly transferEncoding: boolean;
@@ -32,7 +34,7 @@ export interface RawHead {
  */
 export function rawHeadProblem(head: RawHead): Refusal | undefined {
   if (head.headBytes > MAX_HEAD_BYTES) return HEAD_TOO_LARGE;
-  if (head.path.length + (head.query === undefined ? 0 : head.query.length + 1) > MAX_URL_BYTES) return URL_TOO_LONG;
+  if (head.targetBytes > MAX_URL_BYTES) return URL_TOO_LONG;
   if (head.lengths > 1 || (head.lengths === 1 && head.transferEncoding)) return LENGTH_CONFLICT;
   if (head.transferEncoding || head.body.length < head.declared) return NOT_HTTP;
   return undefined;
@@ -72,6 +74,7 @@ export function readRawHead(packet: Buffer | undefined): RawHead | undefined {
     headers,
     body,
     headBytes,
+    targetBytes: (line[2] as string).length,
     lengths,
     transferEncoding: headers.has('transfer-encoding'),
     declared: Number.isSafeInteger(length) && length > 0 ? length : 0,

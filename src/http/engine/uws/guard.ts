@@ -27,7 +27,9 @@ export function guarded(handler: Handler, withBody: boolean): (res: Uws.HttpResp
 /** What the request's head breaks of the transport limits, if anything. */
 function headProblem(req: Uws.HttpRequest): Refusal | undefined {
   const query = req.getQuery() as string | undefined;
-  const url = req.getUrl().length + (query === undefined ? 0 : query.length + 1);
+  let url = req.getUrl().length + (query === undefined ? 0 : query.length + 1);
+  // Characters, not bytes: only a URL long enough to pass the limit in UTF-8 is counted in bytes.
+  if (url * 3 > MAX_URL_BYTES) url = Buffer.byteLength(req.getUrl()) + (query === undefined ? 0 : Buffer.byteLength(query) + 1);
   let size = url;
   let lengths = 0;
   req.forEach((name, value) => {
