@@ -15,6 +15,8 @@ import type { PendingWrite, StoreAdapter, WriteSettled } from './port.ts';
 export class EncryptedStore implements StoreAdapter {
   readonly #inner: StoreAdapter;
   readonly #cipher: FieldCipher;
+  /** Names written lately, encrypted: a write names a role or user written before more often than not. */
+  #sealed = new Map<string, string>();
 
   constructor(inner: StoreAdapter, cipher: FieldCipher) {
     this.#inner = inner;
@@ -23,7 +25,13 @@ export class EncryptedStore implements StoreAdapter {
 
   async load(tenant: TenantId): Promise<Snapshot> {
     const s = await this.#inner.load(tenant);
-    const d = (text: string): string => this.#cipher.decrypt(text);
+    // A name recurs in every edge it is on (a user in each of its memberships): decrypt each once.
+    const seen = new Map<string, string>();
+    const d = (text: string): string => {
+      let plain = seen.get(text);
+      if (plain === undefined) seen.set(text, (plain = this.#cipher.decrypt(text)));
+      return plain;
+    };
     return {
       revision: s.revision,
       roles: s.roles.map(([role, description]) => [d(role), d(description)] as const),
@@ -33,7 +41,7 @@ export class EncryptedStore implements StoreAdapter {
   }
 
   async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    const e = (text: string): string => this.#cipher.encrypt(text);
+    const e = (text: string): string => this.#seal(text);
     const sealed = writes.map((w): PendingWrite => {
       const change = mapNames(w.change, e);
       return w.audit === undefined ? { tenant: w.tenant, change } : { tenant: w.tenant, change, audit: { ...w.audit, resource: e(w.audit.resource) } };
@@ -53,6 +61,16 @@ export class EncryptedStore implements StoreAdapter {
 
   async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
     return (await this.#inner.audit(tenant, before, limit)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
+  }
+
+  /** The stored form of `text`, remembered (deterministic, so a memo is exact); bounded. */
+  #seal(text: string): string {
+    let stored = this.#sealed.get(text);
+    if (stored === undefined) {
+      if (this.#sealed.size >= SEALED_MAX) this.#sealed = new Map();
+      this.#sealed.set(text, (stored = this.#cipher.encrypt(text)));
+    }
+    return stored;
   }
 
   revision(tenant: TenantId): Promise<number> {
@@ -77,6 +95,8 @@ export class EncryptedStore implements StoreAdapter {
     return this.#inner.close();
   }
 }
+
+const SEALED_MAX = 50_000;
 
 /** `change` with every name (and a description) passed through `f`. */
 function mapNames(change: Change, f: (text: string) => string): Change {
