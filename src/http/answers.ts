@@ -7,7 +7,9 @@ import type { Cursors } from './cursor.ts';
 import type { Query } from './query.ts';
 import { send, successPrefix, successTail, type CorsPolicy } from './reply.ts';
 import type { TenantTarget } from './responder.ts';
-import type { ListRoute, LogRoute, Route, WriteRoute } from './routes/index.ts';
+import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from './routes/index.ts';
+import type { AuditEntry } from '../audit/record.ts';
+import type { IssuedToken } from '../crypto/tokens.ts';
 import { data as dataSchemas, type DataSchemaName } from './schemas/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
 
@@ -21,6 +23,12 @@ const HAS_FALSE = `${successPrefix(200, 'OK')}{"has_permission":false},"timestam
 /** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
 export type ChangelogReader = (tenant: TenantId, since: number, limit: number) => Promise<ChangeRecord[]>;
 
+/** Reads a tenant's audit rows with an id below `before` (all when undefined), newest first, at most `limit`. */
+export type AuditReader = (tenant: TenantId, before: number | undefined, limit: number) => Promise<AuditEntry[]>;
+
+/** Without `limit`, /api/audit answers in pages of this size (with next_cursor). */
+const MAX_AUDIT = 10_000;
+
 /**
  * The success bodies of /api routes, from serialisers compiled once at start-up: reads answered
  * from a graph, pages signed with cursors, write results and changelog pages.
@@ -29,12 +37,14 @@ export class Answers {
   readonly #cors: CorsPolicy;
   readonly #cursors: Cursors;
   readonly #changelog: ChangelogReader;
+  readonly #audit: AuditReader;
   readonly #serialize: Record<DataSchemaName, (v: unknown) => string>;
 
-  constructor(cors: CorsPolicy, cursors: Cursors, changelog: ChangelogReader) {
+  constructor(cors: CorsPolicy, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader) {
     this.#cors = cors;
     this.#cursors = cursors;
     this.#changelog = changelog;
+    this.#audit = audit;
     this.#serialize = Object.fromEntries(
       Object.entries(dataSchemas).map(([k, schema]) => [k, fastJson(schema as object)]),
     ) as Record<DataSchemaName, (v: unknown) => string>;
@@ -72,6 +82,24 @@ export class Answers {
     const last = page[page.length - 1];
     const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, bound, String(last.revision)) : undefined;
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
+  }
+
+  /** A page of the tenant's audit trail, newest first; the cursor holds the last id shown. */
+  async auditPage(t: TenantTarget, route: AuditRoute, query: Query): Promise<string> {
+    const before = query.cursor === undefined ? undefined : Number(this.#cursors.open(t.tenant, route.id, [], query.cursor));
+    const want = query.limit ?? MAX_AUDIT;
+    const entries = await this.#audit(t.tenant, before, want + 1);
+    const cut = entries.length > want;
+    const page = cut ? entries.slice(0, want) : entries;
+    const last = page[page.length - 1];
+    const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, [], String(last.id)) : undefined;
+    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
+  }
+
+  /** The body of an issued token. */
+  token(route: TokenRoute, issued: IssuedToken): string {
+    const value = { token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn, scope: issued.scope };
+    return successPrefix(route.status, route.message) + this.#serialize[route.data](value) + successTail(undefined);
   }
 
   #listPage(t: TenantTarget, route: ListRoute, g: TenantGraph, p: string[], limit: number | undefined, cursor: string | undefined): string {

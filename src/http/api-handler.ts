@@ -2,13 +2,17 @@ import type { NameField } from '../authz/names.ts';
 import type { TenantCache } from '../cache/index.ts';
 import { AppError, appError } from '../errors/index.ts';
 import type { Answers } from './answers.ts';
-import { readBody } from './body.ts';
-import type { Credentials } from './credentials.ts';
-import type { Handler } from './engine/port.ts';
+import { AuditedRequest, type AuditSink } from './audited.ts';
+import { readBody, type BodyResult } from './body.ts';
+import { CapturedRequest } from './captured-request.ts';
+import type { Credentials, Principal } from './credentials.ts';
+import type { Drain } from './drain.ts';
+import { peerAddress } from './engine/peer-address.ts';
+import type { EngineRequest, EngineResponse, Handler } from './engine/port.ts';
 import { decodeName } from './path-names.ts';
 import { NO_QUERY, parseQuery } from './query.ts';
-import type { Responder } from './responder.ts';
-import type { Route } from './routes/index.ts';
+import type { Responder, TenantTarget } from './responder.ts';
+import { accessOf, auditActionOf, type Route } from './routes/index.ts';
 import type { SlowPath } from './slow-path.ts';
 
 export interface ApiParts {
@@ -18,66 +22,120 @@ export interface ApiParts {
   readonly answers: Answers;
   readonly responder: Responder;
   readonly slow: SlowPath;
+  readonly drain: Drain;
+  readonly audit: AuditSink;
+  /** AUTH_AUDIT_CHECKS: reads are audited too (writes always are). */
+  readonly auditReads: boolean;
+}
+
+/** What depends on the route alone, decided once. */
+interface RoutePlan {
+  readonly route: Route;
+  readonly fromMemory: boolean;
+  readonly paged: boolean;
+  readonly log: boolean;
+  readonly access: 'read' | 'write' | 'key';
+  /** The audit row's action, or undefined when requests of this route are not audited. */
+  readonly action: string | undefined;
 }
 
 /** The engine handlers of the /api routes. */
 export class ApiHandler {
-  readonly #credentials: Credentials;
-  readonly #cache: TenantCache;
-  readonly #maxBodyBytes: number;
-  readonly #answers: Answers;
-  readonly #responder: Responder;
-  readonly #slow: SlowPath;
+  readonly #p: ApiParts;
 
   constructor(parts: ApiParts) {
-    this.#credentials = parts.credentials;
-    this.#cache = parts.cache;
-    this.#maxBodyBytes = parts.maxBodyBytes;
-    this.#answers = parts.answers;
-    this.#responder = parts.responder;
-    this.#slow = parts.slow;
+    this.#p = parts;
+  }
+
+  forRoute(route: Route): Handler {
+    const access = accessOf(route);
+    const action = access !== 'read' || this.#p.auditReads ? auditActionOf(route) : undefined;
+    const plan: RoutePlan = {
+      route,
+      fromMemory: route.kind === 'read' || route.kind === 'list',
+      paged: route.kind === 'list' || route.kind === 'log' || route.kind === 'audit',
+      log: route.kind === 'log',
+      access,
+      action,
+    };
+    return (res, req) => {
+      const principal = this.#p.credentials.known(req.getHeader('authorization'));
+      if (principal !== undefined) this.#serve(plan, res, req, principal, undefined);
+      else this.#unknownCredential(plan, res, req);
+    };
   }
 
   /**
-   * The handler of one route. Everything is read from the request here, in the engine's
-   * synchronous callback (its request object dies after). The hot path, a read of a cached graph,
-   * is answered in this call: no await, one object (the target) and the parameters' array per
-   * request; the rest goes to the slow path. What depends on the route alone is decided here once.
+   * An authenticated request. Everything is read from `req` here, synchronously (the engine's
+   * request object dies after). The hot path, a read of a cached graph, is answered in this call:
+   * no await, one object (the target) and the parameters' array per request; the rest goes to
+   * the slow path. `body` is the body already being read (a request answered after verifying its
+   * token), else it is read here.
    */
-  forRoute(route: Route): Handler {
-    const fromMemory = route.kind === 'read' || route.kind === 'list';
-    const paged = route.kind === 'list' || route.kind === 'log';
-    const log = route.kind === 'log';
-    const params = route.params;
-    return (res, req) => {
-      const tenant = this.#credentials.tenantOf(req.getHeader('authorization'));
-      if (tenant === undefined) {
-        this.#responder.error(this.#responder.target(res, req, ''), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
-        return;
-      }
-      const t = this.#responder.target(res, req, tenant);
-      const p: string[] = [];
-      let query = NO_QUERY;
-      let failure: AppError | undefined;
+  #serve(plan: RoutePlan, res: EngineResponse, req: EngineRequest, principal: Principal, body: Promise<BodyResult> | undefined): void {
+    const { route } = plan;
+    const t = this.#p.responder.target(res, req, principal.tenant);
+    if (plan.action !== undefined) t.audit = this.#audited(plan, t, req, principal);
+    const p: string[] = [];
+    let query = NO_QUERY;
+    let failure = scopeRefusal(plan.access, principal);
+    if (failure === undefined) {
       try {
-        for (let i = 0; i < params.length; i++) p.push(decodeName(params[i] as NameField, req.getParameter(i) ?? ''));
-        query = parseQuery(req, paged, log);
+        for (let i = 0; i < route.params.length; i++) p.push(decodeName(route.params[i] as NameField, req.getParameter(i) ?? ''));
+        query = parseQuery(req, plan.paged, plan.log);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         failure = err;
       }
-      const body = failure === undefined && route.body !== undefined ? readBody(res, req, this.#maxBodyBytes, route.body) : undefined;
-      const g = this.#cache.get(tenant);
-      if (fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
-        try {
-          this.#answers.read(t, route, g, p, query, undefined);
-        } catch (err) {
-          if (!(err instanceof AppError)) throw err;
-          this.#responder.error(t, err, g.revision);
-        }
-        return;
+    }
+    if (failure === undefined && route.body !== undefined) body ??= readBody(res, req, this.#p.maxBodyBytes, route.body);
+    else body = undefined;
+    const g = this.#p.cache.get(principal.tenant);
+    if (plan.fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
+      try {
+        this.#p.answers.read(t, route, g, p, query, undefined);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        this.#p.responder.error(t, err, g.revision);
       }
-      this.#slow.start(t, route, p, query, failure, body);
-    };
+      return;
+    }
+    this.#p.slow.start(t, route, p, query, failure, body, principal);
   }
+
+  /**
+   * No key and no token verified before: 401, unless the credential may be a token. Then the
+   * request is copied (and its body read) now, the token verified, and the request served.
+   */
+  #unknownCredential(plan: RoutePlan, res: EngineResponse, req: EngineRequest): void {
+    const header = req.getHeader('authorization');
+    if (!this.#p.credentials.mayBeToken(header)) return this.#unauthenticated(res, req);
+    const captured = new CapturedRequest(req, plan.route.params.length);
+    const body = plan.route.body === undefined ? undefined : readBody(res, req, this.#p.maxBodyBytes, plan.route.body);
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    const verified = this.#p.credentials.verify(header).then((principal) => {
+      if (aborted) return;
+      res.cork(() => (principal === undefined ? this.#unauthenticated(res, captured) : this.#serve(plan, res, captured, principal, body)));
+    });
+    this.#p.drain.track(verified.catch((err: unknown) => this.#p.responder.crashed(res, err)));
+  }
+
+  #unauthenticated(res: EngineResponse, req: EngineRequest): void {
+    this.#p.responder.error(this.#p.responder.target(res, req, ''), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
+  }
+
+  #audited(plan: RoutePlan, t: TenantTarget, req: EngineRequest, principal: Principal): AuditedRequest {
+    const draft = { action: plan.action as string, resource: req.getUrl(), credential: principal.credential, requestId: t.requestId, ip: peerAddress(t.res) };
+    return new AuditedRequest(principal.tenant, draft, this.#p.audit, plan.route.kind === 'write');
+  }
+}
+
+/** The 403 of a credential whose scope does not allow the route (CONTRACT.md §3), else undefined. */
+function scopeRefusal(access: RoutePlan['access'], principal: Principal): AppError | undefined {
+  if (access === 'key' && principal.scope !== 'key') return appError('ERR_AUTH_TOKEN_CANNOT_MINT');
+  if (access === 'write' && principal.scope === 'read') return appError('ERR_AUTH_READ_SCOPE');
+  return undefined;
 }

@@ -1,5 +1,6 @@
 import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
+import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
 
 /** What the HTTP layer needs from the rest of the worker; it never touches a store directly. */
 export interface Backend {
@@ -7,7 +8,11 @@ export interface Backend {
    * Commits one change and reports the outcome, once the change is applied to every cached graph
    * of this instance (so any later request, on any connection, sees it).
    */
-  write(tenant: TenantId, change: Change): Promise<WriteOutcome>;
+  write(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome>;
+  /** The tenant's audit rows below id `before`, newest first, at most `limit`. */
+  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]>;
+  /** Takes an audit row recorded after its answer (batched; never waits). */
+  recordAudit(row: AuditRecord): void;
   /** The tenant's changelog after `since`, ascending, at most `limit` entries. */
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /** The tenant's committed revision, read from the database. */

@@ -1,27 +1,76 @@
 import { createHash } from 'node:crypto';
 import type { TenantId } from '../authz/tenant.ts';
+import type { TokenAuthority } from '../crypto/tokens.ts';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/** Three base64url parts: the shape of a compact JWS (jose judges the rest). */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const MAX_REMEMBERED = 100_000;
 
 /**
- * Turns an `Authorization` header into a tenant id: the hex SHA-256 of the canonical (lower-case)
- * client key. Answers are remembered per header value, so the hot path pays one Map lookup instead
- * of a parse and a hash. Raw keys live only in this process's memory; they are never stored,
- * logged or echoed.
+ * Who is calling, once the credential is checked. One object per credential, remembered, so the
+ * hot path allocates nothing for it.
+ */
+export interface Principal {
+  readonly tenant: TenantId;
+  /** A client key may do everything; a token what its scope allows (CONTRACT.md §3). */
+  readonly scope: 'key' | 'read' | 'write';
+  /** How audit rows name it: `key:<first 12 hex of the client hash>` or `token:<jti>`. */
+  readonly credential: string;
+  /** When it stops being valid (ms since the epoch); Infinity for a key. */
+  readonly expiresAtMs: number;
+}
+
+/**
+ * Turns an `Authorization` header into a {@link Principal}. Answers are remembered per header
+ * value (a bounded map, a token's entry expiring with it), so a repeated key or token costs one
+ * Map look-up instead of a hash or a signature check. Raw keys and tokens live only in this
+ * process's memory; they are never stored, logged or echoed.
  */
 export class Credentials {
-  #known = new Map<string, TenantId>();
+  #known = new Map<string, Principal>();
+  readonly #tokens: TokenAuthority | undefined;
 
-  /** The tenant of a valid header, or undefined (then the answer is 401). */
-  tenantOf(header: string): TenantId | undefined {
+  /** `tokens`: the verifier of signed tokens, when the service has a secret for them. */
+  constructor(tokens: TokenAuthority | undefined) {
+    this.#tokens = tokens;
+  }
+
+  /** The principal of a client key, or of a token verified before and still valid; else undefined. */
+  known(header: string): Principal | undefined {
     const known = this.#known.get(header);
-    if (known !== undefined) return known;
-    const tenant = parse(header);
-    if (tenant === undefined) return undefined;
+    if (known !== undefined) {
+      if (known.expiresAtMs === Infinity || known.expiresAtMs > Date.now()) return known;
+      this.#known.delete(header);
+      return undefined;
+    }
+    const key = bearer(header);
+    if (key === undefined || !UUID_V4.test(key)) return undefined;
+    const tenant = tenantOfKey(key);
+    return this.#remember(header, { tenant, scope: 'key', credential: `key:${tenant.slice(0, 12)}`, expiresAtMs: Infinity });
+  }
+
+  /** Whether the header holds something shaped like a token that {@link verify} should judge. */
+  mayBeToken(header: string): boolean {
+    const credential = bearer(header);
+    return this.#tokens !== undefined && credential !== undefined && JWT_SHAPE.test(credential);
+  }
+
+  /** The principal of a token (checked by jose, then remembered), or undefined when it is not valid. */
+  async verify(header: string): Promise<Principal | undefined> {
+    const token = bearer(header);
+    if (this.#tokens === undefined || token === undefined) return undefined;
+    const claims = await this.#tokens.verify(token);
+    if (claims === undefined) return undefined;
+    // The sub of a token this service signed is a key's hash (TokenAuthority checked its form).
+    const tenant = claims.sub as TenantId;
+    return this.#remember(header, { tenant, scope: claims.scope, credential: `token:${claims.jti}`, expiresAtMs: claims.expiresAtMs });
+  }
+
+  #remember(header: string, principal: Principal): Principal {
     if (this.#known.size >= MAX_REMEMBERED) this.#known = new Map();
-    this.#known.set(header, tenant);
-    return tenant;
+    this.#known.set(header, principal);
+    return principal;
   }
 }
 
@@ -31,10 +80,9 @@ export function tenantOfKey(key: string): TenantId {
   return createHash('sha256').update(key.toLowerCase()).digest('hex') as TenantId;
 }
 
-function parse(header: string): TenantId | undefined {
-  // `Bearer <credential>`: scheme case-insensitive, separated by one or more spaces.
+/** The credential of `Bearer <credential>` (scheme in any case, one or more spaces), else undefined. */
+function bearer(header: string): string | undefined {
   if (header.length < 7 || header.slice(0, 6).toLowerCase() !== 'bearer' || header[6] !== ' ') return undefined;
   const credential = header.slice(7).trim();
-  if (!UUID_V4.test(credential)) return undefined;
-  return tenantOfKey(credential);
+  return credential === '' ? undefined : credential;
 }

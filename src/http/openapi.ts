@@ -1,5 +1,5 @@
 import { NAME_RULE } from '../authz/names.ts';
-import type { Route } from './routes/index.ts';
+import { accessOf, type Route } from './routes/index.ts';
 import { bodies, data, envelope, errorEnvelope, name } from './schemas/index.ts';
 
 const error = (description: string) => ({ description, content: { 'application/json': { schema: errorEnvelope } } });
@@ -17,7 +17,7 @@ function parametersOf(r: Route): object[] {
     description: `${p} name: ${NAME_RULE}, percent-encoded`,
     schema: name,
   }));
-  if (r.kind === 'list') {
+  if (isPaged(r)) {
     parameters.push(
       { name: 'limit', in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 10000 } },
       { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'next_cursor of the previous page' },
@@ -30,15 +30,20 @@ function parametersOf(r: Route): object[] {
   return parameters;
 }
 
+const isPaged = (r: Route): boolean => r.kind === 'list' || r.kind === 'log' || r.kind === 'audit';
+
 function responsesOf(r: Route): Record<string, object> {
   const responses: Record<string, object> = {
-    [r.status]: { description: r.message, content: { 'application/json': { schema: envelope(data[r.data], r.kind === 'list') } } },
+    [r.status]: { description: r.message, content: { 'application/json': { schema: envelope(data[r.data], isPaged(r)) } } },
     400: error('Invalid name, query, header or body'),
     401: error('Missing or invalid credential'),
     503: error('Revision not reached in time, or database unavailable'),
   };
   if (r.params.includes('role') && r.id !== 'role.create') responses[404] = error('Role (or grant, or membership) not found');
   if (r.kind === 'write' && r.method === 'POST') responses[409] = error('Already exists');
+  if (accessOf(r) === 'write') responses[403] = error("A token of scope 'read'");
+  if (accessOf(r) === 'key') responses[403] = error('A token (only client keys mint tokens)');
+  if (r.kind === 'token') responses[501] = error('No AUTH_JWT_SECRET_KEY configured');
   if (r.body !== undefined) {
     responses[413] = error('Body too large');
     responses[415] = error('Body is not JSON');

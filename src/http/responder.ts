@@ -1,6 +1,7 @@
 import type { TenantId } from '../authz/tenant.ts';
 import { appError, type AppError } from '../errors/index.ts';
 import type { Logger } from '../log/index.ts';
+import type { AuditedRequest } from './audited.ts';
 import type { EngineRequest, EngineResponse } from './engine/port.ts';
 import { corked, errorBody, errorHeaders, requestIdOf, send, type CorsPolicy, type ReplyTarget } from './reply.ts';
 
@@ -14,6 +15,8 @@ export interface RequestTarget extends ReplyTarget {
   readonly tenant: TenantId | '';
   /** Set when the caller went away before the answer; corked replies then write nothing. */
   aborted: boolean;
+  /** Set when the request is audited (its row is recorded with the reply's status). */
+  audit: AuditedRequest | undefined;
 }
 
 /** The target of an authenticated /api request: everything past the credential check takes one. */
@@ -39,6 +42,7 @@ export class Responder {
       origin: this.cors.enabled ? req.getHeader('origin') : '',
       tenant,
       aborted: false,
+      audit: undefined,
     };
   }
 
@@ -56,6 +60,6 @@ export class Responder {
 
   /** A synchronous handler threw: its request object may be gone, so nothing more is read from it. */
   readonly crashed = (res: EngineResponse, err: unknown): void => {
-    this.internal({ res, requestId: requestIdOf(''), origin: '', tenant: '', aborted: false }, err);
+    this.internal({ res, requestId: requestIdOf(''), origin: '', tenant: '', aborted: false, audit: undefined }, err);
   };
 }

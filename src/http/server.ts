@@ -14,6 +14,7 @@ import { Responder } from './responder.ts';
 import { RouteTable } from './route-table.ts';
 import { ROUTES } from './routes/index.ts';
 import { SlowPath } from './slow-path.ts';
+import { TokenAuthority } from '../crypto/tokens.ts';
 
 export type { Backend } from './backend.ts';
 
@@ -37,15 +38,25 @@ export interface HttpServer {
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, cache, backend } = deps;
   const responder = new Responder(corsPolicy(config.AUTH_ALLOW_CORS, config.AUTH_CORS_ORIGINS), deps.log);
-  const answers = new Answers(responder.cors, new Cursors(deps.cursorSecret), (tenant, since, limit) => backend.changes(tenant, since, limit));
+  const answers = new Answers(
+    responder.cors,
+    new Cursors(deps.cursorSecret),
+    (tenant, since, limit) => backend.changes(tenant, since, limit),
+    (tenant, before, limit) => backend.audit(tenant, before, limit),
+  );
   const drain = new Drain();
+  const secret = config.AUTH_JWT_SECRET_KEY;
+  const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
   const api = new ApiHandler({
-    credentials: new Credentials(),
+    credentials: new Credentials(tokens),
     cache,
     maxBodyBytes: config.AUTH_MAX_BODY_BYTES,
     answers,
     responder,
-    slow: new SlowPath(cache, backend, answers, responder, drain),
+    slow: new SlowPath(cache, backend, answers, responder, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }),
+    drain,
+    audit: { record: (row) => backend.recordAudit(row) },
+    auditReads: config.AUTH_AUDIT_CHECKS,
   });
   const app = deps.engine.createApp();
   const routes = new RouteTable(app, drain, responder);

@@ -8,8 +8,16 @@ import type { Drain } from './drain.ts';
 import type { Query } from './query.ts';
 import { corked, send } from './reply.ts';
 import type { Responder, TenantTarget } from './responder.ts';
-import type { ListRoute, LogRoute, ReadRoute, Route, WriteRoute } from './routes/index.ts';
+import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WriteRoute } from './routes/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
+import type { TokenAuthority, TokenScope } from '../crypto/tokens.ts';
+import type { Principal } from './credentials.ts';
+
+/** How tokens are issued: the signer (none without AUTH_JWT_SECRET_KEY) and the default lifetime. */
+export interface TokenIssuing {
+  readonly authority: TokenAuthority | undefined;
+  readonly defaultTtlSeconds: number;
+}
 
 const MIN_REVISION_WAIT_MS = 1000;
 
@@ -24,24 +32,28 @@ export class SlowPath {
   readonly #answers: Answers;
   readonly #responder: Responder;
   readonly #drain: Drain;
+  readonly #tokens: TokenIssuing;
 
-  constructor(cache: TenantCache, backend: Backend, answers: Answers, responder: Responder, drain: Drain) {
+  constructor(cache: TenantCache, backend: Backend, answers: Answers, responder: Responder, drain: Drain, tokens: TokenIssuing) {
     this.#cache = cache;
     this.#backend = backend;
     this.#answers = answers;
     this.#responder = responder;
     this.#drain = drain;
+    this.#tokens = tokens;
   }
 
   /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
-  start(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): void {
+  start(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal): void {
     t.res.onAborted(() => {
       t.aborted = true;
     });
-    this.#drain.track(this.#answer(t, route, p, query, failure, body).catch((err: unknown) => this.#failed(t, err)));
+    this.#drain.track(this.#answer(t, route, p, query, failure, body, principal).catch((err: unknown) => this.#failed(t, err)));
   }
 
-  async #answer(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+  async #answer(
+    t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal,
+  ): Promise<void> {
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#responder.error(t, failure, g.revision));
     let value: unknown;
@@ -52,11 +64,14 @@ export class SlowPath {
     }
     if (route.kind === 'write') return this.#write(t, route, p, value);
     if (route.kind === 'log') return this.#changes(t, route, query, g);
+    if (route.kind === 'audit') return this.#auditPage(t, route, query, g);
+    if (route.kind === 'token') return this.#token(t, route, value, principal, g);
     return this.#read(t, route, p, query, value, g);
   }
 
   async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
-    const outcome = await this.#backend.write(t.tenant, route.change(p, value));
+    const audit = t.audit === undefined ? undefined : { ...t.audit.draft, status: route.status };
+    const outcome = await this.#backend.write(t.tenant, route.change(p, value), audit);
     if (!outcome.ok) return corked(t, () => this.#responder.error(t, fromWire(outcome.error), outcome.revision));
     const text = this.#answers.written(route, outcome, p);
     corked(t, () => send(t, this.#responder.cors, route.status, text, outcome.revision));
@@ -65,6 +80,21 @@ export class SlowPath {
   async #changes(t: TenantTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
     const text = await this.#answers.changesPage(t, route, query);
     corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
+  }
+
+  async #auditPage(t: TenantTarget, route: AuditRoute, query: Query, g: TenantGraph): Promise<void> {
+    const text = await this.#answers.auditPage(t, route, query);
+    corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
+  }
+
+  /** POST /api/token (CONTRACT.md §3): the caller is a client key (checked with the scopes). */
+  async #token(t: TenantTarget, route: TokenRoute, value: unknown, principal: Principal, g: TenantGraph): Promise<void> {
+    const authority = this.#tokens.authority;
+    if (authority === undefined) return corked(t, () => this.#responder.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
+    const asked = (value ?? {}) as { scope?: TokenScope; ttl_seconds?: number };
+    const issued = await authority.issue(principal.tenant, asked.scope ?? 'write', asked.ttl_seconds ?? this.#tokens.defaultTtlSeconds);
+    const text = this.#answers.token(route, issued);
+    corked(t, () => send(t, this.#responder.cors, route.status, text, this.#revisionOr(t, g)));
   }
 
   /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */

@@ -21,9 +21,8 @@ function isEnvelope(x: unknown): x is RedisEnvelope {
     /^[0-9a-f]{64}$/.test(m.tenant) &&
     Number.isSafeInteger(m.revision) &&
     (m.revision as number) > 0 &&
-    typeof m.change === 'object' &&
-    m.change !== null &&
-    typeof (m.change as { op?: unknown }).op === 'string'
+    // Without a change (field encryption is on): the receivers read it from the changelog.
+    (m.change === undefined || (typeof m.change === 'object' && m.change !== null && typeof (m.change as { op?: unknown }).op === 'string'))
   );
 }
 
@@ -89,7 +88,8 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
       return;
     }
     if (parsed.from === o.instance) return;
-    if (parsed.change !== undefined) o.onChange({ v: 1, tenant: parsed.tenant, revision: parsed.revision, change: parsed.change });
+    const { tenant, revision, change } = parsed;
+    o.onChange(change === undefined ? { v: 1, tenant, revision } : { v: 1, tenant, revision, change });
   });
 
   return {

@@ -19,7 +19,7 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   if (engine === undefined) return 2;
   log.info('http engine', { engine: engine.name, reason: engine.reason });
   engine.prepareCluster();
-  const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log);
+  const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log, !config.AUTH_ENABLE_ENCRYPTION);
   const supervisor = new Supervisor(config, log, engine.name, relay);
   process.on('SIGTERM', () => supervisor.stop(0));
   process.on('SIGINT', () => supervisor.stop(0));

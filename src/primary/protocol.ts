@@ -8,7 +8,8 @@ import { isTagged, type ChangeToPrimary, type ChangeToWorker } from '../invalida
 export type ToPrimary =
   | ChangeToPrimary
   | { readonly t: 'ready'; readonly port: number }
-  | { readonly t: 'fatal'; readonly message: string };
+  /** `settings`: the configuration does not fit what is there (exit code 2, like a bad setting). */
+  | { readonly t: 'fatal'; readonly message: string; readonly settings?: boolean };
 
 export type ToWorker =
   | ChangeToWorker

@@ -9,10 +9,16 @@ import type { ToPrimary } from './protocol.ts';
 export class ChangeRelay {
   readonly #hub: ChangeHub;
   readonly #redis: RedisBridge | undefined;
+  readonly #namesOverRedis: boolean;
 
-  constructor(hub: ChangeHub, redis: RedisBridge | undefined) {
+  /**
+   * `namesOverRedis` false (field encryption is on): a change goes to the other instances as its
+   * tenant and revision only, and they read it from the changelog, where it is encrypted.
+   */
+  constructor(hub: ChangeHub, redis: RedisBridge | undefined, namesOverRedis = true) {
     this.#hub = hub;
     this.#redis = redis;
+    this.#namesOverRedis = namesOverRedis;
   }
 
   /** Routes a worker's `hello`, `change` and `ack`; other messages are not change traffic. */
@@ -25,7 +31,12 @@ export class ChangeRelay {
       case 'change':
         this.#hub.change(w, m.id, m.msgs);
         // Revision hints stay inside the instance: the others catch up through revalidation.
-        if (this.#redis !== undefined) for (const msg of m.msgs) if (msg.change !== undefined) this.#redis.publish(msg);
+        if (this.#redis !== undefined) {
+          for (const msg of m.msgs) {
+            if (msg.change === undefined) continue;
+            this.#redis.publish(this.#namesOverRedis ? msg : { v: 1, tenant: msg.tenant, revision: msg.revision });
+          }
+        }
         break;
       case 'ack':
         this.#hub.ack(w, m.id);
@@ -45,7 +56,7 @@ export class ChangeRelay {
 }
 
 /** The relay of this instance, bridged through Redis to the other instances when `redisUrl` is set. */
-export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, log: Logger): Promise<ChangeRelay> {
+export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, log: Logger, namesOverRedis: boolean): Promise<ChangeRelay> {
   if (redisUrl === undefined) return new ChangeRelay(hub, undefined);
   const redis = await startRedisBridge({
     url: redisUrl,
@@ -54,5 +65,5 @@ export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, l
     onChange: (msg) => hub.change(undefined, 0, [msg]),
     onState: (subscribed) => hub.broadcast({ t: 'redis', subscribed }),
   });
-  return new ChangeRelay(hub, redis);
+  return new ChangeRelay(hub, redis, namesOverRedis);
 }

@@ -64,12 +64,15 @@ export class Supervisor {
     this.#exitCode = code;
   }
 
-  /** The service cannot start: says why, once, and stops with exit code 1. */
-  fatal(message: string): void {
+  /**
+   * The service cannot start: says why, once, and stops with exit code 1, or 2 when the settings
+   * do not fit the database (as for a bad setting: a supervisor should not restart it as is).
+   */
+  fatal(message: string, settings = false): void {
     if (this.#phase === 'stopping') return;
     this.#log.error('worker cannot start; stopping the service', { error: message });
     process.stderr.write(`rbac-gateway: cannot start: ${message}\n`);
-    this.stop(1);
+    this.stop(settings ? 2 : 1);
   }
 
   #fork(): Worker {
@@ -90,7 +93,7 @@ export class Supervisor {
     if (m.t !== 'fatal') return this.#relay.fromWorker(w, m);
     // At start-up a worker that cannot start means the service cannot: stop. Later, a
     // replacement that cannot start (the database is down) is retried with backoff.
-    if (this.#phase === 'starting') this.fatal(m.message);
+    if (this.#phase === 'starting') this.fatal(m.message, m.settings === true);
     else this.#log.error('replacement worker cannot start; retrying', { worker: w.id, error: m.message });
   }
 

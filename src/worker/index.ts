@@ -12,6 +12,9 @@ import type { Store } from '../store/port.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/resilient.ts';
 import { WritePipeline } from './write-pipeline.ts';
+import { AppError } from '../errors/index.ts';
+import { AuditTrail } from '../audit/trail.ts';
+import { startAuditRetention } from '../audit/retention.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -53,8 +56,12 @@ async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisSt
       { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
     );
     applyChangesFrom(bus, cache, replay);
+    const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
+    const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
     const backend: Backend = {
-      write: (tenant, change) => pipeline.write(tenant, change),
+      write: (tenant, change, audit) => pipeline.write(tenant, change, audit),
+      audit: (tenant, before, limit) => store.audit(tenant, before, limit),
+      recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
       notReady: async () => {
@@ -73,7 +80,9 @@ async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisSt
       revalidate: revalidator.now,
       async stop(graceMs) {
         revalidator.stop();
+        retention.stop();
         await server.close(graceMs);
+        await trail.close();
         await bus.close();
         await store.close();
       },
@@ -217,7 +226,7 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
     worker = started;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    tell({ t: 'fatal', message });
+    tell({ t: 'fatal', message, settings: err instanceof AppError && err.code === 'ERR_STORE_ENCRYPTION_MISMATCH' });
     log.error('worker cannot start', { error: message });
     setTimeout(() => process.exit(1), 100);
     return;

@@ -2,6 +2,7 @@ import type { Change, WriteOutcome } from '../authz/changes.ts';
 import { fromWire } from '../errors/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { PendingWrite, WriteSettled } from '../store/port.ts';
+import type { AuditOfWrite } from '../audit/record.ts';
 
 /**
  * A settled write on its way to the other workers: committed, or refused. A refusal changes
@@ -116,8 +117,8 @@ export class WritePipeline {
   }
 
   /** Commits `change` and resolves once every worker of this instance sees it (or with its refusal). */
-  write(tenant: TenantId, change: Change): Promise<WriteOutcome> {
-    return new Promise((resolve, reject) => this.#commit.push({ tenant, change, resolve, reject }));
+  write(tenant: TenantId, change: Change, audit?: AuditOfWrite): Promise<WriteOutcome> {
+    return new Promise((resolve, reject) => this.#commit.push({ tenant, change, audit, resolve, reject }));
   }
 
   /** Writes not yet handed to a stage (for a graceful stop). */
@@ -138,7 +139,7 @@ export class WritePipeline {
   async #commitBatch(batch: Queued[]): Promise<void> {
     for (const w of batch) this.#committing.set(w.tenant, (this.#committing.get(w.tenant) ?? 0) + 1);
     try {
-      const settled = await this.#stages.commit(batch.map(({ tenant, change }) => ({ tenant, change })));
+      const settled = await this.#stages.commit(batch.map(({ tenant, change, audit }) => ({ tenant, change, audit })));
       const committed: Committing[] = [];
       batch.forEach((w, i) => this.#afterCommit(w, settled[i], committed));
       // The batch's committed writes go on together, as one fan-out batch when that stage is free.

@@ -38,10 +38,11 @@ const BAD: readonly BadCase[] = [
   { env: { AUTH_ALLOW_CORS: 'maybe' }, names: 'AUTH_ALLOW_CORS', value: 'maybe' },
   { env: { AUTH_HTTP_ENGINE: 'express' }, names: 'AUTH_HTTP_ENGINE', value: 'express' },
   { env: { AUTH_JWT_SECRET_KEY: 'short-secret-xyz' }, names: 'AUTH_JWT_SECRET_KEY', secret: 'short-secret-xyz' },
+  // 31 bytes: one short of HS256's minimum.
+  { env: { AUTH_JWT_SECRET_KEY: 'x'.repeat(31) }, names: 'AUTH_JWT_SECRET_KEY', secret: 'x'.repeat(31) },
+  { env: { AUTH_AUDIT_RETENTION_DAYS: '-1' }, names: 'AUTH_AUDIT_RETENTION_DAYS', value: '-1' },
   { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: 'mysql://u:pw-in-url-123@h/db' }, names: 'AUTH_POSTGRESQL_URL', secret: 'pw-in-url-123' },
   // Features this version does not have: refused rather than silently ignored.
-  { env: { AUTH_JWT_SECRET_KEY: 'a-long-enough-secret-of-32-bytes-or-more' }, names: 'AUTH_JWT_SECRET_KEY', secret: 'a-long-enough-secret' },
-  { env: { AUTH_AUDIT_CHECKS: 'true' }, names: 'AUTH_AUDIT_CHECKS' },
   { env: { AUTH_WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com' }, names: 'AUTH_WEBHOOK_ALLOWED_HOSTS' },
   { env: { AUTH_METRICS_PORT: '9464' }, names: 'AUTH_METRICS_PORT' },
 ];

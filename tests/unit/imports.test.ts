@@ -22,19 +22,21 @@ const OUTSIDE = '(outside src/)';
  */
 const ALLOW: Readonly<Record<string, readonly string[]>> = {
   '.': ['config', 'log', 'primary', 'worker'],
+  audit: ['authz', 'log'],
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
   cache: ['authz'],
   client: [],
   config: [],
+  crypto: [],
   errors: [],
-  http: ['authz', 'cache', 'config', 'errors', 'log', 'time'], // never store: reads via cache
+  http: ['audit', 'authz', 'cache', 'config', 'crypto', 'errors', 'log', 'time'], // never store: reads via cache
   invalidation: ['authz', 'log'],
   log: [],
-  pool: ['authz', 'errors', 'store'],
+  pool: ['audit', 'authz', 'crypto', 'errors', 'store'],
   primary: ['config', 'http', 'invalidation', 'log'],
-  store: ['authz', 'config', 'errors', 'time'],
+  store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time'],
   time: [],
-  worker: ['authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'pool', 'primary', 'store'], // primary: see NARROW
+  worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'pool', 'primary', 'store'], // primary: see NARROW
 };
 
 /**

@@ -1,3 +1,4 @@
+import type { AuditEntry } from '../../audit/record.ts';
 import type { Change, ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import type { NameField } from '../../authz/names.ts';
@@ -49,7 +50,33 @@ export interface LogRoute extends RouteBase {
   items(records: readonly ChangeRecord[]): unknown[];
 }
 
-export type Route = ReadRoute | ListRoute | WriteRoute | LogRoute;
+/** POST /api/token: a signed token for the calling client key (CONTRACT.md §3). */
+export interface TokenRoute extends RouteBase {
+  readonly kind: 'token';
+}
+
+/** The tenant's audit trail, read from the database, newest first, paged by row id. */
+export interface AuditRoute extends RouteBase {
+  readonly kind: 'audit';
+  items(entries: readonly AuditEntry[]): unknown[];
+}
+
+export type Route = ReadRoute | ListRoute | WriteRoute | LogRoute | TokenRoute | AuditRoute;
+
+/**
+ * What a route asks of the caller's credential (CONTRACT.md §3): `read` for GET routes and
+ * POST /api/check (any key or token), `write` for changes (a key or a write token), `key` for
+ * minting tokens (a client key only).
+ */
+export function accessOf(route: Route): 'read' | 'write' | 'key' {
+  if (route.kind === 'token') return 'key';
+  return route.method === 'GET' || route.id === 'check' ? 'read' : 'write';
+}
+
+/** The `action` of the route's audit rows: its change's op (`role.create` …), `token.issue`, or `read`. */
+export function auditActionOf(route: Route): string {
+  return accessOf(route) === 'read' ? 'read' : route.id;
+}
 
 /** `v ?? throw 404` for reads whose role must exist: the refusal a write on that role would get. */
 function known<T>(v: T | undefined, role: string): T {
@@ -174,6 +201,26 @@ export const ROUTES: readonly Route[] = [
         permission: 'permission' in change ? change.permission : undefined,
         user: 'user' in change ? change.user : undefined,
         timestamp: at,
+      })),
+  },
+  {
+    id: 'token.issue', kind: 'token', method: 'POST', path: '/api/token', params: [], status: 201, message: 'Token issued',
+    data: 'token', body: 'token', summary: 'Issues a signed token (HS256 JWT) for the calling client key',
+  },
+  {
+    id: 'audit', kind: 'audit', method: 'GET', path: '/api/audit', params: [], status: 200, message: 'OK', data: 'audit',
+    summary: "The client's audit trail, newest first",
+    items: (entries) =>
+      entries.map((e) => ({
+        id: e.id,
+        timestamp: e.at,
+        action: e.action,
+        resource: e.resource,
+        status: e.status,
+        revision: e.revision,
+        credential: e.credential,
+        request_id: e.requestId,
+        ip: e.ip,
       })),
   },
   {

@@ -43,6 +43,28 @@ export const data = {
       timestamp: { type: 'string' },
     },
   }),
+  token: obj({
+    token: { type: 'string' },
+    token_type: { type: 'string', enum: ['Bearer'] },
+    expires_in: { type: 'integer', minimum: 1, maximum: 86400 },
+    scope: { type: 'string', enum: ['read', 'write'] },
+  }),
+  audit: listOf({
+    type: 'object',
+    additionalProperties: false,
+    required: ['id', 'timestamp', 'action', 'resource', 'status', 'credential', 'request_id', 'ip'],
+    properties: {
+      id: { type: 'integer', minimum: 1 },
+      timestamp: { type: 'string' },
+      action: { type: 'string' },
+      resource: { type: 'string', description: 'The request path as received, without its query' },
+      status: { type: 'integer' },
+      revision: { type: 'integer', minimum: 1, description: 'Only on successful writes' },
+      credential: { type: 'string', description: 'key:<first 12 hex of the client hash> or token:<jti>' },
+      request_id: { type: 'string' },
+      ip: { type: 'string' },
+    },
+  }),
   check: obj({
     results: listOf(obj({ user: name, permission: name, has_permission: { type: 'boolean' } })),
     all: { type: 'boolean' },
@@ -59,6 +81,14 @@ export const bodies = {
     properties: { description: { type: 'string', maxLength: 1024 } },
   },
   none: { type: 'object', additionalProperties: false, properties: {} },
+  token: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      scope: { type: 'string', enum: ['read', 'write'] },
+      ttl_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    },
+  },
   check: {
     type: 'object',
     additionalProperties: false,
