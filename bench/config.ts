@@ -43,6 +43,11 @@ export interface BenchConfig {
    * (the first one is seeded over HTTP and is the `gateway` of the summary).
    */
   engines: string[];
+  /**
+   * `npm run bench`: also load the uws gateway with a signed token instead of the key (BENCH_TOKEN=0
+   * turns it off); the gateways then run with a random AUTH_JWT_SECRET_KEY.
+   */
+  token: boolean;
 }
 
 const ENGINES = ['uws', 'node', 'auto'];
@@ -65,6 +70,13 @@ function int(name: string, fallback: number, min: number, max: number): number {
     throw new Error(`${name}=${raw}: expected an integer in ${min}..${max}`);
   }
   return n;
+}
+
+function flag(name: string, fallback: boolean): boolean {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '0' || raw === '1') return raw === '1';
+  throw new Error(`${name}=${raw}: expected 0 or 1`);
 }
 
 function hasCommand(cmd: string): boolean {
@@ -115,5 +127,6 @@ export function loadConfig(defaults: Defaults = {}): BenchConfig {
     gatewayLogLevel: process.env.BENCH_LOG_LEVEL ?? 'info',
     wrk: process.env.BENCH_WRK !== '0' && hasCommand('wrk'),
     engines: engineList(),
+    token: flag('BENCH_TOKEN', true),
   };
 }

@@ -16,7 +16,7 @@ export interface ServerFigures extends Summary {
 }
 
 export interface Ratio {
-  /** `uws/bare`, `node/bare`, `node/uws`: numerator / denominator. */
+  /** `uws/bare`, `node/bare`, `node/uws`, `uws+token/uws`: numerator / denominator. */
   pair: string;
   /** Median of the per-round throughput ratios (above 1: the numerator serves more). */
   rps: number;
@@ -35,8 +35,14 @@ export interface EngineComparison {
 
 export type Comparisons = Partial<Record<Tool, EngineComparison | { skipped: string }>>;
 
-/** What a run is reported as: the gateway's engine, else `bare` or `gateway`. */
-export const labelOf = (r: RunRecord): string => r.engine ?? r.target;
+/** The label of a gateway loaded with a signed token instead of the key: `uws+token`. */
+export const tokenLabel = (engine: string): string => `${engine}+token`;
+
+/** What a run is reported as: the gateway's engine (`uws+token` with a token), else `bare` or `gateway`. */
+export const labelOf = (r: RunRecord): string => {
+  const label = r.engine ?? r.target;
+  return r.credential === 'token' ? tokenLabel(label) : label;
+};
 
 /** Every engine against bare, then each later engine against each earlier one (`node/uws`). */
 export function pairs(engines: string[]): [string, string][] {
@@ -67,11 +73,19 @@ function ratio(byRound: Map<number, Map<string, RunRecord>>, num: string, den: s
   return { pair: `${num}/${den}`, rps: median(rpsByRound), cpuPerRequest: median(cpuPerRequestByRound), rpsByRound, cpuPerRequestByRound };
 }
 
-/** The comparison of `tool`'s measured runs over bare and `engines`; undefined when a server has none. */
-export function compareEngines(runs: RunRecord[], tool: Tool, engines: string[]): EngineComparison | undefined {
+/** Bare and each engine, the token's label right after its engine's. */
+function labels(engines: string[], tokenEngine: string | undefined): string[] {
+  return ['bare', ...engines.flatMap((e) => (e === tokenEngine ? [e, tokenLabel(e)] : [e]))];
+}
+
+/**
+ * The comparison of `tool`'s measured runs over bare and `engines` (and `tokenEngine`'s gateway
+ * loaded with a token, against the same gateway with the key); undefined when a server has none.
+ */
+export function compareEngines(runs: RunRecord[], tool: Tool, engines: string[], tokenEngine?: string): EngineComparison | undefined {
   const measured = runs.filter((r) => r.tool === tool && !r.warmup);
   const servers: Record<string, ServerFigures> = {};
-  for (const label of ['bare', ...engines]) {
+  for (const label of labels(engines, tokenEngine)) {
     const mine = measured.filter((r) => labelOf(r) === label);
     if (mine.length === 0) return undefined;
     servers[label] = figures(mine);
@@ -82,7 +96,9 @@ export function compareEngines(runs: RunRecord[], tool: Tool, engines: string[])
     round.set(labelOf(r), r);
     byRound.set(r.round, round);
   }
-  return { servers, ratios: pairs(engines).map(([num, den]) => ratio(byRound, num, den)) };
+  const all = pairs(engines);
+  if (tokenEngine !== undefined) all.push([tokenLabel(tokenEngine), tokenEngine]);
+  return { servers, ratios: all.map(([num, den]) => ratio(byRound, num, den)) };
 }
 
 const fix = (x: number, digits: number): string => (Number.isFinite(x) ? x.toFixed(digits) : '-');

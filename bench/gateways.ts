@@ -14,8 +14,11 @@ import { startGateway, type Server } from './servers.ts';
 
 export const sqliteFile = (dir: string, engine: string): string => join(dir, `rbac-${engine}.sqlite3`);
 
-/** A gateway of `engine` on `sqlitePath` (kept on stop: the caller owns its folder). */
-export async function startEngine(cfg: BenchConfig, engine: string, sqlitePath: string): Promise<Server> {
+/**
+ * A gateway of `engine` on `sqlitePath` (kept on stop: the caller owns its folder); `env`: more
+ * settings (AUTH_JWT_SECRET_KEY).
+ */
+export async function startEngine(cfg: BenchConfig, engine: string, sqlitePath: string, env: Record<string, string> = {}): Promise<Server> {
   const gateway = await startGateway({
     entry: cfg.gatewayEntry,
     logLevel: cfg.gatewayLogLevel,
@@ -23,6 +26,7 @@ export async function startEngine(cfg: BenchConfig, engine: string, sqlitePath: 
     startTimeoutMs: 90_000,
     sqlitePath,
     engine,
+    env,
   });
   const size = treeSize(gateway.child.pid);
   console.log(

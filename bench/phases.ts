@@ -32,6 +32,8 @@ export interface RunRecord extends Summary {
   serverLogLines: number;
   /** The gateway's AUTH_HTTP_ENGINE, when it was started with one. */
   engine?: string;
+  /** `token`: the load carried a signed token instead of the client key. */
+  credential?: 'token';
   /** CPU seconds of the server's processes and threads, sampled before and after the run. */
   serverCpuSeconds: number;
   /** Requests the server completed: the load generator's and the parallel checker's. */
@@ -78,6 +80,9 @@ interface Outcome {
   served: number;
 }
 
+/** The bearer credential of the requests to `server`. */
+const credentialOf = (server: Server, ctx: PhaseContext): string => server.token ?? ctx.key;
+
 function expectation(server: Server, ctx: PhaseContext): Expectation {
   const exp: Expectation = { strict: server.name === 'gateway', revision: ctx.revision };
   if (ctx.revisionAtLeast === true) exp.revisionAtLeast = true;
@@ -88,7 +93,7 @@ async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: numb
   const before = process.cpuUsage();
   const out = await runAutocannon({
     url: server.baseUrl,
-    authorization: `Bearer ${ctx.key}`,
+    authorization: `Bearer ${credentialOf(server, ctx)}`,
     probes: ctx.probes,
     connections: ctx.connections,
     durationS,
@@ -101,7 +106,7 @@ async function autocannonOnce(server: Server, ctx: PhaseContext, durationS: numb
 }
 
 async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Promise<Outcome> {
-  const client = new RbacClient({ baseUrl: server.baseUrl, key: ctx.key });
+  const client = new RbacClient({ baseUrl: server.baseUrl, key: credentialOf(server, ctx) });
   const before = process.cpuUsage();
   const checker = startChecker(client, ctx.probes, expectation(server, ctx), ctx.checkerRate);
   let beside;
@@ -110,7 +115,7 @@ async function wrkOnce(server: Server, ctx: PhaseContext, durationS: number): Pr
     beside = ctx.alongside?.();
     out = await runWrk({
       url: server.baseUrl,
-      authorization: `Bearer ${ctx.key}`,
+      authorization: `Bearer ${credentialOf(server, ctx)}`,
       probes: ctx.probes,
       connections: ctx.connections,
       durationS,
@@ -164,10 +169,11 @@ export async function runOne(tool: Tool, server: Server, round: number, ctx: Pha
   };
   if (ctx.tag !== undefined) rec.tag = ctx.tag;
   if (server.engine !== undefined) rec.engine = server.engine;
+  if (server.token !== undefined) rec.credential = 'token';
   const name = ctx.tag === undefined ? server.label : `${server.label}/${ctx.tag}`;
   const label = warmup ? 'warm-up' : `round ${round + 1}`;
   console.log(
-    `  ${tool.padEnd(10)} ${name.padEnd(7)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
+    `  ${tool.padEnd(10)} ${name.padEnd(9)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
       `  p50 ${rec.latency.p50.toFixed(2)}  p99 ${rec.latency.p99.toFixed(2)}  p99.9 ${rec.latency.p999.toFixed(2)} ms` +
       `  cpu server ${rec.serverCores.toFixed(2)} load ${rec.loadCores.toFixed(2)} other ${rec.otherCores.toFixed(2)}` +
       `  ${rec.cpuPerRequestUs.toFixed(1)} µs/req` +

@@ -2,9 +2,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { printComparisons, type Comparisons } from './engines.ts';
+import { labelOf, printComparisons, type Comparisons } from './engines.ts';
 import type { RunRecord, Tool } from './phases.ts';
 import { summarise, summaryRow, table, SUMMARY_HEADER, type Summary } from './stats.ts';
+import { printToken, type TokenSection } from './token.ts';
 
 export interface ToolSummary {
   gateway: Summary;
@@ -31,6 +32,8 @@ export interface Report {
   gateways?: GatewayInfo[];
   /** `npm run bench`: bare and every engine, per tool, with the ratios between them. */
   engines?: Comparisons;
+  /** `npm run bench`: the uws gateway loaded with a signed token, and token/key CPU per request. */
+  token?: TokenSection;
 }
 
 export interface GatewayInfo {
@@ -67,7 +70,7 @@ export function newReport(config: object, dataset: object): Report {
 export function loadFailures(runs: RunRecord[]): string[] {
   const out: string[] = [];
   for (const r of runs) {
-    const label = `${r.tool} ${r.target}${r.tag === undefined ? '' : `/${r.tag}`} ${r.warmup ? 'warm-up' : `round ${r.round + 1}`}`;
+    const label = `${r.tool} ${labelOf(r)}${r.tag === undefined ? '' : `/${r.tag}`} ${r.warmup ? 'warm-up' : `round ${r.round + 1}`}`;
     if (r.wrong > 0) out.push(`${label}: ${r.wrong} wrong answers of ${r.checked} checked (${r.examples[0] ?? ''})`);
     if (r.checked === 0) out.push(`${label}: no answer was checked`);
     if (r.non2xx > 0) out.push(`${label}: ${r.non2xx} non-2xx responses`);
@@ -76,10 +79,10 @@ export function loadFailures(runs: RunRecord[]): string[] {
   return out;
 }
 
-/** Bare against the gateway runs of `tool` (those of `engine` only, when given). */
+/** Bare against the gateway runs of `tool` loaded with the key (those of `engine` only, when given). */
 export function summariseTool(runs: RunRecord[], tool: Tool, engine?: string): ToolSummary | undefined {
   const measured = runs.filter((r) => r.tool === tool && !r.warmup);
-  const gw = measured.filter((r) => r.target === 'gateway' && (engine === undefined || r.engine === engine));
+  const gw = measured.filter((r) => r.target === 'gateway' && r.credential === undefined && (engine === undefined || r.engine === engine));
   const bare = measured.filter((r) => r.target === 'bare');
   if (gw.length === 0 || bare.length === 0) return undefined;
   const gateway = summarise(gw);
@@ -91,6 +94,7 @@ export function printSummary(report: Report): void {
   if (report.engines !== undefined) {
     printComparisons(report.engines);
     printCpuNote();
+    printToken(report.token);
     return;
   }
   const rows = [SUMMARY_HEADER];

@@ -1,9 +1,10 @@
 /**
  * `npm run bench`: has_permission throughput, latency and CPU per request of the real gateway on
- * each HTTP engine (AUTH_HTTP_ENGINE: uws, node) against a bare uWebSockets.js ceiling, with
- * autocannon and (when installed) wrk, in one run. Seeds a deterministic data set, checks answers
- * against an in-bench model before and during the load, and fails (exit 1) on any wrong answer,
- * whatever the speed. See bench/README.md.
+ * each HTTP engine (AUTH_HTTP_ENGINE: uws, node), and of the uws gateway with a signed token
+ * instead of the key, against a bare uWebSockets.js ceiling, with autocannon and (when installed)
+ * wrk, in one run. Seeds a deterministic data set, checks answers against an in-bench model before
+ * and during the load, and fails (exit 1) on any wrong answer, whatever the speed. See
+ * bench/README.md.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +20,7 @@ import { checkAnswers, datasetInfo, rawAnswer, seedDataset } from './prepare.ts'
 import { backgroundCores, installCleanup, pinSelf, runMain, timeLimit } from './procs.ts';
 import { loadFailures, newReport, printSummary, summariseTool, writeReport, type Report } from './report.ts';
 import { ROOT, startBare, type Server } from './servers.ts';
+import { noteTokenRatio, prepareToken, tokenEnv, tokenPlan, type TokenPlan } from './token.ts';
 
 const RESULTS = join(ROOT, 'bench', 'results');
 /** `other cpu` above this (in a quiet run it is near 0.05) means another job shared the machine. */
@@ -31,7 +33,11 @@ interface Bench {
   key: string;
   /** Checked against the model on every gateway before timing. */
   sample: Probe[];
+  /** The gateway loaded with a token too (its engine, and the secret every gateway gets), or why none. */
+  token: TokenPlan;
 }
+
+const tokenEngine = (b: Bench): string | undefined => ('engine' in b.token ? b.token.engine : undefined);
 
 /** Seeds the first gateway and checks it; the revision after seeding, or undefined on a failure. */
 async function prepare(b: Bench, gateway: Server): Promise<number | undefined> {
@@ -63,11 +69,35 @@ async function startOthers(b: Bench, dir: string, revision: number, gateways: Se
   for (const engine of b.cfg.engines.slice(1)) {
     const file = sqliteFile(dir, engine);
     await snapshot(seeded, file);
-    const gateway = await startEngine(b.cfg, engine, file);
+    const gateway = await startEngine(b.cfg, engine, file, tokenEnv(b.token));
     gateways.push(gateway);
     if (!(await check(b, gateway, revision))) return false;
   }
   return true;
+}
+
+/**
+ * The token's server (the gateway of its engine, loaded with a token), when this run has one and
+ * its answers are right; a skipped plan is only noted.
+ */
+async function startToken(b: Bench, gateways: Server[], revision: number): Promise<Server | undefined> {
+  if ('skipped' in b.token) {
+    console.log(`note: token run skipped: ${b.token.skipped}`);
+    b.report.token = { skipped: b.token.skipped };
+    return undefined;
+  }
+  const { engine } = b.token;
+  const gateway = gateways.find((g) => g.engine === engine);
+  if (gateway === undefined) throw new Error(`no gateway of ${engine} to load with a token`);
+  const { server, report } = await prepareToken(gateway, b.key, b.sample, revision, b.report.failures);
+  if (report !== undefined) b.report.token = report;
+  return server;
+}
+
+/** `servers` with the token's server right after the gateway it shares. */
+function withToken(servers: Server[], token: Server | undefined): Server[] {
+  if (token === undefined) return servers;
+  return servers.flatMap((s) => (s.name === 'gateway' && s.token === undefined && s.engine === token.engine ? [s, token] : [s]));
 }
 
 /** The bare server, answering bodies captured from `gateway` (same size, same headers). */
@@ -105,8 +135,10 @@ async function measure(b: Bench, tool: Tool, servers: Server[], ctx: PhaseContex
   report.runs.push(...(await runRounds(tool, servers, ctx)));
   const s = summariseTool(report.runs, tool, cfg.engines[0]);
   if (s !== undefined) report.summary[tool] = s;
-  const c = compareEngines(report.runs, tool, cfg.engines);
-  if (c !== undefined) (report.engines ??= {})[tool] = c;
+  const c = compareEngines(report.runs, tool, cfg.engines, tokenEngine(b));
+  if (c === undefined) return;
+  (report.engines ??= {})[tool] = c;
+  noteTokenRatio(report.token, tool, c);
 }
 
 async function load(b: Bench, servers: Server[], ctx: PhaseContext): Promise<void> {
@@ -124,6 +156,7 @@ async function load(b: Bench, servers: Server[], ctx: PhaseContext): Promise<voi
     console.log(`note: wrk skipped: ${why}`);
     report.summary.wrk = { skipped: why };
     (report.engines ??= {}).wrk = { skipped: why };
+    noteTokenRatio(report.token, 'wrk', { skipped: why });
   }
   report.failures.push(...loadFailures(report.runs));
   noteDisturbed(report);
@@ -146,7 +179,7 @@ function noteDisturbed(report: Report): void {
 
 /** Seconds the whole run may take before it is stopped as stuck. */
 function timeLimitS(cfg: BenchConfig): number {
-  const servers = cfg.engines.length + 1;
+  const servers = cfg.engines.length + (cfg.token ? 2 : 1);
   const perTool = servers * (cfg.rounds * (cfg.durationS + 10) + cfg.warmupS + 10);
   return 120 + cfg.seedTimeoutS + 90 * cfg.engines.length + 2 * perTool + 120;
 }
@@ -165,23 +198,27 @@ async function main(): Promise<number> {
   const info = datasetInfo(cfg, ds);
   const { pin: _pin, ...printable } = cfg;
   const report = newReport({ ...printable, pin: cfg.pin ?? 'off' }, info);
-  console.log(`data set: ${JSON.stringify(info)}; engines: ${cfg.engines.join(', ')}`);
-  const b: Bench = { cfg, ds, report, key: randomUUID(), sample: probes(ds, cfg.correctnessSample, cfg.seed + 1) };
+  const token = tokenPlan(cfg);
+  const tokenNote = 'engine' in token ? `; token: ${token.engine}` : '';
+  console.log(`data set: ${JSON.stringify(info)}; engines: ${cfg.engines.join(', ')}${tokenNote}`);
+  const b: Bench = { cfg, ds, report, key: randomUUID(), sample: probes(ds, cfg.correctnessSample, cfg.seed + 1), token };
 
   const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
   const servers: Server[] = [];
   try {
-    const first = await startEngine(cfg, cfg.engines[0] ?? 'uws', sqliteFile(dir, cfg.engines[0] ?? 'uws'));
+    const first = await startEngine(cfg, cfg.engines[0] ?? 'uws', sqliteFile(dir, cfg.engines[0] ?? 'uws'), tokenEnv(token));
     servers.push(first);
     const revision = await prepare(b, first);
     if (revision === undefined || !(await startOthers(b, dir, revision, servers))) return finish(report);
     report.failures.push(...engineProblems(servers));
     if (report.failures.length > 0) return finish(report);
+    const tokenServer = await startToken(b, servers, revision);
+    if (report.failures.length > 0) return finish(report);
 
     const urls = probes(ds, cfg.loadUrls, cfg.seed + 2);
     const bare = await startCeiling(b, first, urls, revision);
     servers.unshift(bare);
-    await load(b, servers, phaseContext(b, urls, revision));
+    await load(b, withToken(servers, tokenServer), phaseContext(b, urls, revision));
     return finish(report);
   } finally {
     for (const s of servers) await s.stop();

@@ -21,6 +21,8 @@ export interface Server {
   reportedEngine?: string;
   child: Child;
   baseUrl: string;
+  /** Bearer credential to load it with instead of the phase's key: a signed token. */
+  token?: string;
   stop(): Promise<void>;
 }
 
