@@ -1,8 +1,11 @@
 // Runs the test suite: an explicit list of files (a file that is not listed does not run, and a
 // listed file that is missing fails the run), through node:test with the tsx loader.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { reportLeaks, scanLeaks } from './security/leaks.mjs';
 
 const files = [
   'tests/unit/authz/graph.test.ts',
@@ -19,6 +22,7 @@ const files = [
   'tests/unit/store/transient.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',
   'tests/integration/store-conformance.test.ts',
+  'tests/integration/store-audit.test.ts',
   'tests/e2e/routes.test.ts',
   'tests/e2e/bad-input.test.ts',
   'tests/e2e/property.test.ts',
@@ -27,6 +31,13 @@ const files = [
   'tests/unit/store/resilience.test.ts',
   'tests/e2e/instances.test.ts',
   'tests/e2e/outage.test.ts',
+  'tests/unit/crypto/field-cipher.test.ts',
+  'tests/e2e/tokens.test.ts',
+  'tests/e2e/audit.test.ts',
+  'tests/e2e/encryption.test.ts',
+  'tests/security/transport.test.ts',
+  'tests/security/cors-browser.test.ts',
+  'tests/security/fuzz.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP
@@ -74,6 +85,14 @@ function postgresUnreachable() {
   });
 }
 
+// Every server the tests start saves its output here, with the secrets it was given
+// (tests/helpers/leak-record.ts), for the leak scan after the last run. A folder given in
+// RBAC_TEST_OUTPUT_DIR is used and kept; the run's own is removed unless the scan finds a leak.
+const givenOutputDir = process.env.RBAC_TEST_OUTPUT_DIR;
+const outputDir = givenOutputDir || mkdtempSync(join(tmpdir(), 'rbac-test-output-'));
+mkdirSync(outputDir, { recursive: true });
+process.env.RBAC_TEST_OUTPUT_DIR = outputDir;
+
 let status = run(selected);
 if (only.length === 0 && process.env.AUTH_TEST_HTTP_ENGINE === undefined) {
   console.log(`\n# the HTTP suites again, on node:http: ${onOtherEngine.join(' ')}\n`);
@@ -91,4 +110,17 @@ if (only.length === 0) {
     console.log(`skipped: the HTTP suite on PostgreSQL: ${reason}`);
   }
 }
+
+// The leak scan: no server output of this run holds a key, token or secret (CONTRACT.md §1, §3).
+console.log(`\n# leak scan of the servers' output: ${outputDir}\n`);
+let leakStatus;
+try {
+  leakStatus = reportLeaks(scanLeaks(outputDir));
+} catch (err) {
+  console.error(`leak scan failed: ${err instanceof Error ? err.message : String(err)}`);
+  leakStatus = 1;
+}
+if (leakStatus === 0 && !givenOutputDir) rmSync(outputDir, { recursive: true, force: true });
+else if (leakStatus !== 0) console.error(`(outputs kept in ${outputDir})`);
+status = leakStatus || status;
 process.exit(status);

@@ -7,6 +7,9 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { RbacClient } from '../../src/client/index.ts';
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
+import { outputSink, rememberEnvSecrets, rememberSecret } from './leak-record.ts';
+
+export { rememberSecret } from './leak-record.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -51,7 +54,10 @@ export interface RunningServer {
   proc: ChildProcess;
   /** Everything the process wrote so far (stdout and stderr). */
   output(): string;
-  /** A client with a fresh random key (a new, empty tenant). */
+  /**
+   * A client with a fresh random key (a new, empty tenant). The key (or whatever credential is
+   * given) is remembered for the leak scan (see {@link rememberSecret}).
+   */
   client(key?: string): RbacClient;
   /** SIGTERM and wait; resolves with the exit code. */
   stop(): Promise<number | null>;
@@ -107,14 +113,21 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
     ...(database === undefined ? {} : { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: database.url }),
     ...options.env,
   };
+  rememberEnvSecrets(env);
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const sink = outputSink('startServer', port);
   let out = '';
-  proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
-  proc.stderr?.on('data', (c: Buffer) => (out += c.toString()));
+  const take = (c: Buffer): void => {
+    out += c.toString();
+    sink.write(c);
+  };
+  proc.stdout?.on('data', take);
+  proc.stderr?.on('data', take);
+  proc.on('close', () => sink.close());
   // Resolves once the process is gone and its database (if it had its own) is dropped.
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code))).then(async (code) => {
     owned?.cleanup();
@@ -145,7 +158,10 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
     proc,
     exited,
     output: () => out,
-    client: (key = randomUUID()) => new RbacClient({ baseUrl, key }),
+    client: (key = randomUUID()) => {
+      rememberSecret(key);
+      return new RbacClient({ baseUrl, key });
+    },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       return exited;
@@ -160,14 +176,22 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
 /** Runs the service with `env` and resolves with its exit code and output (for start-up failures). */
 export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
+    const fullEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...engineEnv(), ...env };
+    rememberEnvSecrets(fullEnv);
     const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...engineEnv(), ...env },
+      env: fullEnv,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
+    const sink = outputSink('runToExit');
     let out = '';
-    proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const take = (c: Buffer): void => {
+      out += c.toString();
+      sink.write(c);
+    };
+    proc.stdout.on('data', take);
+    proc.stderr.on('data', take);
+    proc.on('close', () => sink.close());
     const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
     proc.on('exit', (code) => {
       clearTimeout(timer);
