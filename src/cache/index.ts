@@ -24,6 +24,18 @@ interface Held {
 
 const DONE: Promise<void> = Promise.resolve();
 
+/** How a gap in a graph's revisions was closed: the missing change came, the changelog filled it, or the graph was given up. */
+export type GapResolution = 'held' | 'replayed' | 'rehydrated';
+
+/** What the cache tells its observer (the worker's metrics); a no-op unless given. */
+export interface CacheEvents {
+  hydrated(seconds: number): void;
+  evicted(): void;
+  gap(resolution: GapResolution): void;
+}
+
+const NO_EVENTS: CacheEvents = { hydrated: () => undefined, evicted: () => undefined, gap: () => undefined };
+
 /** How long a change waits for a missing earlier one before the changelog is replayed. */
 const GAP_WAIT_MS = 100;
 
@@ -42,14 +54,29 @@ export class TenantCache {
   readonly #waiters = new Map<TenantId, Waiter[]>();
   readonly #held = new Map<TenantId, Held>();
   readonly #gapWaitMs: number;
+  readonly #events: CacheEvents;
 
-  constructor(load: SnapshotLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS) {
+  constructor(load: SnapshotLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS, events: CacheEvents = NO_EVENTS) {
     this.#load = load;
     this.#gapWaitMs = gapWaitMs;
+    this.#events = events;
     this.#lru = new LRUCache<TenantId, TenantGraph>({
       maxSize: maxBytes,
       sizeCalculation: (g) => Math.max(1, g.estimatedBytes),
+      disposeAfter: (_g, _tenant, reason) => {
+        if (reason === 'evict') events.evicted();
+      },
     });
+  }
+
+  /** Graphs cached now. */
+  get size(): number {
+    return this.#lru.size;
+  }
+
+  /** Their estimated bytes (what AUTH_CACHE_MAX_MB bounds). */
+  get bytes(): number {
+    return this.#lru.calculatedSize;
   }
 
   /** The cached graph, or undefined (the caller then awaits {@link load}). Synchronous. */
@@ -147,8 +174,11 @@ export class TenantCache {
     return new Promise((resolve) => h.waiting.push({ revision, resolve: () => resolve() }));
   }
 
-  /** After `g` advanced: applies the held changes that now follow on, resizes, wakes waiters. */
-  #advanced(tenant: TenantId, g: TenantGraph): void {
+  /**
+   * After `g` advanced: applies the held changes that now follow on, resizes, wakes waiters.
+   * `closing` names how a gap closes if this closes one (the missing change came, or a replay).
+   */
+  #advanced(tenant: TenantId, g: TenantGraph, closing: GapResolution = 'held'): void {
     const held = this.#held.get(tenant);
     if (held !== undefined) {
       if (held.graph === g) {
@@ -163,7 +193,10 @@ export class TenantCache {
           else rest.push(w);
         }
         held.waiting = rest;
-        if (held.changes.size === 0) this.#release(tenant, held);
+        if (held.changes.size === 0) {
+          this.#release(tenant, held);
+          this.#events.gap(closing);
+        }
       } else {
         this.#release(tenant, held);
       }
@@ -187,11 +220,12 @@ export class TenantCache {
       }
     }
     if (this.#held.get(tenant) !== held) return;
-    this.#advanced(tenant, g);
+    this.#advanced(tenant, g, 'replayed');
     if (this.#held.get(tenant) !== held) return;
     // Still behind a change that was held: the changelog could not fill the gap.
     this.#release(tenant, held);
     if (this.#lru.peek(tenant) === g) this.#lru.delete(tenant);
+    this.#events.gap('rehydrated');
   }
 
   /** Forgets the held changes of a graph and lets their writers go (the graph is current or gone). */
@@ -236,6 +270,7 @@ export class TenantCache {
   }
 
   async #hydrate(tenant: TenantId): Promise<TenantGraph> {
+    const started = performance.now();
     for (;;) {
       const snapshot = await this.#load(tenant);
       const floor = this.#floor.get(tenant) ?? 0;
@@ -245,6 +280,7 @@ export class TenantCache {
       const held = this.#held.get(tenant);
       if (held !== undefined) this.#release(tenant, held);
       this.#wake(tenant, g.revision);
+      this.#events.hydrated((performance.now() - started) / 1000);
       return g;
     }
   }

@@ -48,15 +48,13 @@ function parseValue(raw: unknown, p: PropSchema): unknown {
 
 /**
  * Settings that ask for a capability this version does not have: refusing to start beats
- * running without what was asked for (no plaintext where encryption was wanted, no silence
- * where metrics or an audit trail were expected). `explicit` are the settings given.
+ * running without what was asked for (no silence where webhooks were expected).
  */
-function unavailable(cfg: Config, explicit: ReadonlySet<string>): void {
+function unavailable(cfg: Config): void {
   const refuse = (setting: string): never => {
     throw new ConfigError(`${setting} is not available in this version of rbac-gateway`);
   };
   if (cfg.AUTH_WEBHOOK_ALLOWED_HOSTS !== undefined) refuse('AUTH_WEBHOOK_ALLOWED_HOSTS (workflow webhooks)');
-  if (explicit.has('AUTH_METRICS_PORT') && cfg.AUTH_METRICS_PORT !== 0) refuse(`AUTH_METRICS_PORT=${cfg.AUTH_METRICS_PORT} (Prometheus metrics; 0 turns them off)`);
 }
 
 /** The settings of `config/<NODE_ENV>.json`, or none when the file does not exist. */
@@ -85,18 +83,14 @@ function readConfigFile(file: string, props: Record<ConfigKey, PropSchema>): Rec
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const props = configSchema.properties as unknown as Record<ConfigKey, PropSchema>;
   const merged: Record<string, unknown> = {};
-  /** Keys set by the file or the environment (not defaults). */
-  const given = new Set<string>();
   const file = join(cwd, 'config', `${env.NODE_ENV ?? 'production'}.json`);
   for (const [k, v] of Object.entries(readConfigFile(file, props))) {
     merged[k] = v;
-    given.add(k);
   }
   for (const key of Object.keys(props) as ConfigKey[]) {
     const raw = env[key];
     if (raw === undefined || raw === '') continue;
     merged[key] = raw;
-    given.add(key);
   }
   for (const [key, value] of Object.entries(merged)) {
     merged[key] = parseValue(value, props[key as ConfigKey]);
@@ -131,6 +125,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       }
     }
   }
-  unavailable(cfg, given);
+  unavailable(cfg);
   return Object.freeze(cfg);
 }

@@ -10,6 +10,7 @@ import type { TenantTarget } from './responder.ts';
 import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from './routes/index.ts';
 import type { AuditEntry } from '../audit/record.ts';
 import type { IssuedToken } from '../crypto/tokens.ts';
+import type { RequestMetrics } from '../metrics/requests.ts';
 import { data as dataSchemas, type DataSchemaName } from './schemas/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
 
@@ -38,13 +39,15 @@ export class Answers {
   readonly #cursors: Cursors;
   readonly #changelog: ChangelogReader;
   readonly #audit: AuditReader;
+  readonly #metrics: RequestMetrics;
   readonly #serialize: Record<DataSchemaName, (v: unknown) => string>;
 
-  constructor(cors: CorsPolicy, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader) {
+  constructor(cors: CorsPolicy, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader, metrics: RequestMetrics) {
     this.#cors = cors;
     this.#cursors = cursors;
     this.#changelog = changelog;
     this.#audit = audit;
+    this.#metrics = metrics;
     this.#serialize = Object.fromEntries(
       Object.entries(dataSchemas).map(([k, schema]) => [k, fastJson(schema as object)]),
     ) as Record<DataSchemaName, (v: unknown) => string>;
@@ -54,15 +57,26 @@ export class Answers {
   read(t: TenantTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
     let text: string;
     if (route.id === 'has_permission') {
-      text = (g.check(p[0] as string, p[1] as string) ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
+      const allowed = g.check(p[0] as string, p[1] as string);
+      this.#metrics.decision(allowed);
+      text = (allowed ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
     } else if (route.kind === 'list') {
       text = this.#listPage(t, route, g, p, query.limit, query.cursor);
     } else if (route.kind === 'read') {
-      text = successPrefix(route.status, route.message) + this.#serialize[route.data](route.run(g, p, body)) + successTail(undefined);
+      const data = route.run(g, p, body);
+      this.#countDecisions(route.id, data);
+      text = successPrefix(route.status, route.message) + this.#serialize[route.data](data) + successTail(undefined);
     } else {
       throw new Error(`Answers.read called for ${route.id}`);
     }
     send(t, this.#cors, route.status, text, g.revision);
+  }
+
+  /** The decisions in a read's answer (CONTRACT.md §9 rbac_check_decisions_total). */
+  #countDecisions(routeId: string, data: unknown): void {
+    if (routeId === 'permission.get') this.#metrics.decision((data as { has_permission: boolean }).has_permission);
+    else if (routeId === 'membership.get') this.#metrics.decision((data as { is_member: boolean }).is_member);
+    else if (routeId === 'check') for (const r of (data as { results: Array<{ has_permission: boolean }> }).results) this.#metrics.decision(r.has_permission);
   }
 
   /** The body of a committed write. */

@@ -14,6 +14,8 @@ import { NO_QUERY, parseQuery } from './query.ts';
 import type { Responder, TenantTarget } from './responder.ts';
 import { accessOf, auditActionOf, type Route } from './routes/index.ts';
 import type { SlowPath } from './slow-path.ts';
+import { seriesOf } from './series.ts';
+import type { RequestMetrics } from '../metrics/requests.ts';
 
 export interface ApiParts {
   readonly credentials: Credentials;
@@ -26,6 +28,7 @@ export interface ApiParts {
   readonly audit: AuditSink;
   /** AUTH_AUDIT_CHECKS: reads are audited too (writes always are). */
   readonly auditReads: boolean;
+  readonly metrics: RequestMetrics;
 }
 
 /** What depends on the route alone, decided once. */
@@ -37,6 +40,8 @@ interface RoutePlan {
   readonly access: 'read' | 'write' | 'key';
   /** The audit row's action, or undefined when requests of this route are not audited. */
   readonly action: string | undefined;
+  /** Its metrics series. */
+  readonly series: number;
 }
 
 /** The engine handlers of the /api routes. */
@@ -57,6 +62,7 @@ export class ApiHandler {
       log: route.kind === 'log',
       access,
       action,
+      series: seriesOf(route),
     };
     return (res, req) => {
       const principal = this.#p.credentials.known(req.getHeader('authorization'));
@@ -74,7 +80,7 @@ export class ApiHandler {
    */
   #serve(plan: RoutePlan, res: EngineResponse, req: EngineRequest, principal: Principal, body: Promise<BodyResult> | undefined): void {
     const { route } = plan;
-    const t = this.#p.responder.target(res, req, principal.tenant);
+    const t = this.#p.responder.target(res, req, principal.tenant, plan.series);
     if (plan.action !== undefined) t.audit = this.#audited(plan, t, req, principal);
     const p: string[] = [];
     let query = NO_QUERY;
@@ -91,6 +97,7 @@ export class ApiHandler {
     if (failure === undefined && route.body !== undefined) body ??= readBody(res, req, this.#p.maxBodyBytes, route.body);
     else body = undefined;
     const g = this.#p.cache.get(principal.tenant);
+    this.#p.metrics.cache(g !== undefined);
     if (plan.fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
       try {
         this.#p.answers.read(t, route, g, p, query, undefined);
@@ -109,7 +116,7 @@ export class ApiHandler {
    */
   #unknownCredential(plan: RoutePlan, res: EngineResponse, req: EngineRequest): void {
     const header = req.getHeader('authorization');
-    if (!this.#p.credentials.mayBeToken(header)) return this.#unauthenticated(res, req);
+    if (!this.#p.credentials.mayBeToken(header)) return this.#unauthenticated(res, req, plan);
     const captured = new CapturedRequest(req, plan.route.params.length);
     const body = plan.route.body === undefined ? undefined : readBody(res, req, this.#p.maxBodyBytes, plan.route.body);
     let aborted = false;
@@ -118,13 +125,13 @@ export class ApiHandler {
     });
     const verified = this.#p.credentials.verify(header).then((principal) => {
       if (aborted) return;
-      res.cork(() => (principal === undefined ? this.#unauthenticated(res, captured) : this.#serve(plan, res, captured, principal, body)));
+      res.cork(() => (principal === undefined ? this.#unauthenticated(res, captured, plan) : this.#serve(plan, res, captured, principal, body)));
     });
     this.#p.drain.track(verified.catch((err: unknown) => this.#p.responder.crashed(res, err)));
   }
 
-  #unauthenticated(res: EngineResponse, req: EngineRequest): void {
-    this.#p.responder.error(this.#p.responder.target(res, req, ''), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
+  #unauthenticated(res: EngineResponse, req: EngineRequest, plan: RoutePlan): void {
+    this.#p.responder.error(this.#p.responder.target(res, req, '', plan.series), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
   }
 
   #audited(plan: RoutePlan, t: TenantTarget, req: EngineRequest, principal: Principal): AuditedRequest {

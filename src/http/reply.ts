@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { EngineResponse as HttpResponse } from './engine/port.ts';
 import { STATUS_TEXT, type AppError } from '../errors/index.ts';
 import { timestamp } from '../time/index.ts';
+import { NO_REQUEST_METRICS, type RequestMetrics } from '../metrics/requests.ts';
 
 /** What every reply needs to know about its request, read before the engine's request object dies. */
 export interface ReplyTarget {
@@ -11,6 +12,17 @@ export interface ReplyTarget {
   readonly origin: string;
   /** Told the status of the reply when the request is audited (CONTRACT.md §5 audit rows). */
   readonly audit?: { replied(status: number): void } | undefined;
+  /** The request's metrics series (-1: not counted) and when its handler took it. */
+  readonly series?: number;
+  readonly startedAt?: number;
+}
+
+/** Where answers are counted: the worker's request metrics, or nothing when metrics are off. */
+let requestMetrics: RequestMetrics = NO_REQUEST_METRICS;
+
+/** Counts every answer from now on in `metrics` (set once, at start-up). */
+export function countAnswersIn(metrics: RequestMetrics): void {
+  requestMetrics = metrics;
 }
 
 const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
@@ -82,6 +94,8 @@ export function send(
 ): void {
   const res = t.res;
   if (t.audit !== undefined) t.audit.replied(status);
+  const series = t.series ?? -1;
+  if (series >= 0) requestMetrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
   res.writeStatus(STATUS_LINE[status] ?? String(status));
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);

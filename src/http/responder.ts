@@ -17,6 +17,10 @@ export interface RequestTarget extends ReplyTarget {
   aborted: boolean;
   /** Set when the request is audited (its row is recorded with the reply's status). */
   audit: AuditedRequest | undefined;
+  /** Its metrics series (http/series.ts), or -1 when it is not counted (outside /api). */
+  readonly series: number;
+  /** When the handler took it (performance.now()), for its duration. */
+  readonly startedAt: number;
 }
 
 /** The target of an authenticated /api request: everything past the credential check takes one. */
@@ -35,7 +39,7 @@ export class Responder {
   }
 
   /** Reads what the reply needs from `req`; call during the handler's synchronous part. */
-  target<T extends TenantId | ''>(res: EngineResponse, req: EngineRequest, tenant: T): RequestTarget & { readonly tenant: T } {
+  target<T extends TenantId | ''>(res: EngineResponse, req: EngineRequest, tenant: T, series = -1): RequestTarget & { readonly tenant: T } {
     return {
       res,
       requestId: requestIdOf(req.getHeader('x-request-id')),
@@ -43,6 +47,8 @@ export class Responder {
       tenant,
       aborted: false,
       audit: undefined,
+      series,
+      startedAt: series < 0 ? 0 : performance.now(),
     };
   }
 
@@ -60,6 +66,6 @@ export class Responder {
 
   /** A synchronous handler threw: its request object may be gone, so nothing more is read from it. */
   readonly crashed = (res: EngineResponse, err: unknown): void => {
-    this.internal({ res, requestId: requestIdOf(''), origin: '', tenant: '', aborted: false, audit: undefined }, err);
+    this.internal({ res, requestId: requestIdOf(''), origin: '', tenant: '', aborted: false, audit: undefined, series: -1, startedAt: 0 }, err);
   };
 }

@@ -3,6 +3,13 @@ import type { Drain } from './drain.ts';
 import type { EngineApp, EngineRequest, EngineResponse, Handler, Method } from './engine/port.ts';
 import { CORS_ALLOW_HEADERS, errorBody, send } from './reply.ts';
 import type { Responder } from './responder.ts';
+import { unknownSeries } from './series.ts';
+
+/** The metrics series of a request no route takes: `unknown` under /api, else not counted. */
+const apiSeries = (req: EngineRequest): number => {
+  const url = req.getUrl();
+  return url === '/api' || url.startsWith('/api/') ? unknownSeries(req.getMethod()) : -1;
+};
 
 /**
  * Registers handlers on an engine app, each guarded (counted for the drain, a throw answers 500),
@@ -33,13 +40,13 @@ export class RouteTable {
       this.#app.otherMethods(pattern, this.#guard((res, req) => {
         if (req.getMethod() === 'options') return this.#preflight(res, req, allow);
         const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
-        send(this.#responder.target(res, req, ''), this.#responder.cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
+        send(this.#responder.target(res, req, '', apiSeries(req)), this.#responder.cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
       }));
     }
     this.#app.fallback(this.#guard((res, req) => {
       if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, DELETE, OPTIONS');
       const e = appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() });
-      this.#responder.error(this.#responder.target(res, req, ''), e, undefined);
+      this.#responder.error(this.#responder.target(res, req, '', apiSeries(req)), e, undefined);
     }));
   }
 

@@ -9,7 +9,8 @@ import { Cursors } from './cursor.ts';
 import { Drain } from './drain.ts';
 import type { Engine } from './engine/port.ts';
 import { registerPlainRoutes } from './plain-routes.ts';
-import { corsPolicy } from './reply.ts';
+import { corsPolicy, countAnswersIn } from './reply.ts';
+import type { RequestMetrics } from '../metrics/requests.ts';
 import { Responder } from './responder.ts';
 import { RouteTable } from './route-table.ts';
 import { ROUTES } from './routes/index.ts';
@@ -17,6 +18,7 @@ import { SlowPath } from './slow-path.ts';
 import { TokenAuthority } from '../crypto/tokens.ts';
 
 export type { Backend } from './backend.ts';
+export { API_SERIES } from './series.ts';
 
 export interface HttpDeps {
   readonly config: Config;
@@ -26,6 +28,8 @@ export interface HttpDeps {
   readonly cursorSecret: Buffer;
   /** The HTTP engine, chosen once at start-up (AUTH_HTTP_ENGINE). */
   readonly engine: Engine;
+  /** Where requests are counted (a no-op when metrics are off). */
+  readonly metrics: RequestMetrics;
 }
 
 export interface HttpServer {
@@ -43,7 +47,9 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     new Cursors(deps.cursorSecret),
     (tenant, since, limit) => backend.changes(tenant, since, limit),
     (tenant, before, limit) => backend.audit(tenant, before, limit),
+    deps.metrics,
   );
+  countAnswersIn(deps.metrics);
   const drain = new Drain();
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
@@ -57,6 +63,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     drain,
     audit: { record: (row) => backend.recordAudit(row) },
     auditReads: config.AUTH_AUDIT_CHECKS,
+    metrics: deps.metrics,
   });
   const app = deps.engine.createApp();
   const routes = new RouteTable(app, drain, responder);

@@ -11,6 +11,10 @@ export interface ChangeMessage {
   readonly tenant: TenantId;
   readonly revision: number;
   readonly change?: Change;
+  /** When the change committed (ms since the epoch), for the invalidation delay. */
+  readonly at?: number;
+  /** Committed by another instance (it came through Redis). */
+  readonly remote?: boolean;
 }
 
 /**

@@ -89,7 +89,8 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
     }
     if (parsed.from === o.instance) return;
     const { tenant, revision, change } = parsed;
-    o.onChange(change === undefined ? { v: 1, tenant, revision } : { v: 1, tenant, revision, change });
+    const at = typeof parsed.at === 'number' && Number.isFinite(parsed.at) ? { at: parsed.at } : {};
+    o.onChange(change === undefined ? { v: 1, tenant, revision, remote: true, ...at } : { v: 1, tenant, revision, change, remote: true, ...at });
   });
 
   return {

@@ -19,6 +19,9 @@ export class PooledStore implements BatchStore {
   readonly #pool: Piscina;
   /** Write batches that may run at once: 1 on SQLite (one writer anyway), one per connection on PostgreSQL. */
   readonly writeSlots: number;
+  /** Database connections of the threads: one per SQLite thread, the PostgreSQL budget split over them. */
+  readonly #connections: number;
+  #running = 0;
 
   /** `threads` is an upper bound: see {@link planThreads} for how PostgreSQL connections are shared. */
   constructor(settings: StoreSettings, threads: number) {
@@ -37,16 +40,25 @@ export class PooledStore implements BatchStore {
       concurrentTasksPerWorker: plan.concurrency,
     });
     this.writeSlots = settings.type === 'sqlite' ? 1 : plan.threads * plan.concurrency;
+    this.#connections = plan.threads * plan.concurrency;
+  }
+
+  /** The connections as the pool sees them: in use by a task (a task uses one at a time) or idle, and tasks queued for one. */
+  connections(): { total: number; idle: number; waiting: number } {
+    return { total: this.#connections, idle: Math.max(0, this.#connections - this.#running), waiting: this.#pool.queueSize };
   }
 
   async #run<K extends Task['kind']>(task: Task & { kind: K }): Promise<TaskValue[K]> {
     let reply: TaskReply<K>;
+    this.#running++;
     try {
       reply = (await this.#pool.run(task)) as TaskReply<K>;
     } catch (err) {
       // The thread itself failed (a driver error escaped the task and took the thread down;
       // piscina replaces it): catalogue it like any store failure, so an outage is a 503.
       throw storeFailure(err, task.kind);
+    } finally {
+      this.#running--;
     }
     if (!reply.ok) throw fromWire(reply.error);
     return reply.value;

@@ -5,6 +5,9 @@ import { ChangeHub } from './hub.ts';
 import { portIsFree } from './port-check.ts';
 import { startRelay } from './relay.ts';
 import { Supervisor } from './supervisor.ts';
+import { WorkerScrape } from './scrape.ts';
+import { PrimaryMetrics, startMetricsServer } from '../metrics/primary.ts';
+import { BUILD } from '../config/build.ts';
 
 /** How long a write waits for the other workers to apply it before the laggard is replaced. */
 const ACK_TIMEOUT_MS = 2000;
@@ -20,7 +23,10 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   log.info('http engine', { engine: engine.name, reason: engine.reason });
   engine.prepareCluster();
   const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log, !config.AUTH_ENABLE_ENCRYPTION);
-  const supervisor = new Supervisor(config, log, engine.name, relay);
+  const scrape = new WorkerScrape();
+  const metrics = new PrimaryMetrics({ version: BUILD.version, node: process.version, engine: engine.name });
+  const supervisor = new Supervisor(config, log, engine.name, relay, { scrape, restarted: () => metrics.restarted() });
+  if (!(await serveMetrics(config, log, metrics, scrape))) return 2;
   process.on('SIGTERM', () => supervisor.stop(0));
   process.on('SIGINT', () => supervisor.stop(0));
   const { AUTH_SERVER_HOST: host, AUTH_SERVER_PORT: port } = config;
@@ -32,6 +38,20 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
     },
   );
   return supervisor.done;
+}
+
+/** `GET /metrics` on its own port (AUTH_METRICS_PORT; 0 turns it off); false after one line on stderr when it cannot listen. */
+async function serveMetrics(config: Config, log: Logger, metrics: PrimaryMetrics, scrape: WorkerScrape): Promise<boolean> {
+  const { AUTH_METRICS_HOST: host, AUTH_METRICS_PORT: port } = config;
+  if (port === 0) return true;
+  try {
+    await startMetricsServer(host, port, async () => metrics.exposition(await scrape.collect()), log);
+    return true;
+  } catch (err) {
+    const why = err instanceof Error && 'code' in err ? String(err.code) : String(err);
+    process.stderr.write(`rbac-gateway: cannot start: cannot serve metrics on ${host}:${port} (${why}); set AUTH_METRICS_PORT (0 turns metrics off)\n`);
+    return false;
+  }
 }
 
 /** The configured engine, or undefined after one line on stderr when it cannot run here. */

@@ -34,7 +34,8 @@ export class ChangeRelay {
         if (this.#redis !== undefined) {
           for (const msg of m.msgs) {
             if (msg.change === undefined) continue;
-            this.#redis.publish(this.#namesOverRedis ? msg : { v: 1, tenant: msg.tenant, revision: msg.revision });
+            const { tenant, revision, at } = msg;
+            this.#redis.publish(this.#namesOverRedis ? msg : at === undefined ? { v: 1, tenant, revision } : { v: 1, tenant, revision, at });
           }
         }
         break;

@@ -4,6 +4,14 @@ import type { EngineName } from '../http/engine/index.ts';
 import type { Logger } from '../log/index.ts';
 import { isToPrimary, type ToPrimary } from './protocol.ts';
 import type { ChangeRelay } from './relay.ts';
+import type { WorkerScrape } from './scrape.ts';
+
+/** What the supervisor tells and asks beyond the workers' change traffic. */
+export interface SupervisorHooks {
+  readonly scrape: WorkerScrape;
+  /** A worker died and is being replaced. */
+  readonly restarted: () => void;
+}
 
 /** Workers get this long to finish requests in flight on shutdown, plus a margin to exit. */
 const STOP_GRACE_MS = 10_000;
@@ -24,6 +32,7 @@ export class Supervisor {
   readonly #log: Logger;
   readonly #engine: EngineName;
   readonly #relay: ChangeRelay;
+  readonly #hooks: SupervisorHooks;
   readonly #startedAt = new Map<number, number>();
   #phase: Phase = 'starting';
   #readyCount = 0;
@@ -34,11 +43,12 @@ export class Supervisor {
   /** Resolves with the process exit code once the workers stopped. */
   readonly done = new Promise<number>((resolve) => (this.#finish = resolve));
 
-  constructor(config: Config, log: Logger, engine: EngineName, relay: ChangeRelay) {
+  constructor(config: Config, log: Logger, engine: EngineName, relay: ChangeRelay, hooks: SupervisorHooks) {
     this.#config = config;
     this.#log = log;
     this.#engine = engine;
     this.#relay = relay;
+    this.#hooks = hooks;
     cluster.on('exit', (w, code, signal) => this.#exited(w, code, signal));
   }
 
@@ -90,6 +100,7 @@ export class Supervisor {
 
   #heard(w: Worker, m: ToPrimary): void {
     if (m.t === 'ready') return this.#ready(m.port);
+    if (m.t === 'metrics') return this.#hooks.scrape.answered(w, m.id, m.snapshot);
     if (m.t !== 'fatal') return this.#relay.fromWorker(w, m);
     // At start-up a worker that cannot start means the service cannot: stop. Later, a
     // replacement that cannot start (the database is down) is retried with backoff.
@@ -114,6 +125,7 @@ export class Supervisor {
       return;
     }
     this.#restarts++;
+    this.#hooks.restarted();
     this.#backoffMs = lived > STABLE_MS ? 0 : Math.min(MAX_BACKOFF_MS, Math.max(100, this.#backoffMs * 2));
     this.#log.warn('worker exited; replacing it', { worker: w.id, pid: w.process.pid, code, signal, restarts: this.#restarts, backoff_ms: this.#backoffMs });
     setTimeout(() => {

@@ -40,11 +40,20 @@ export class ResilientStore implements BatchStore {
   readonly #inner: BatchStore;
   readonly #breaker: CircuitBreaker;
   readonly #retry: RetryPolicy;
+  readonly #onRetry: () => void;
 
-  constructor(inner: BatchStore, breaker: CircuitBreaker, retry: RetryPolicy) {
+  /** `onRetry`: told each time a call is tried again (the metrics count it). */
+  constructor(inner: BatchStore, breaker: CircuitBreaker, retry: RetryPolicy, onRetry: () => void = () => undefined) {
     this.#inner = inner;
     this.#breaker = breaker;
     this.#retry = retry;
+    this.#onRetry = onRetry;
+  }
+
+  /** 0 closed, 1 half-open, 2 open (the rbac_db_circuit_state gauge). */
+  get circuitState(): number {
+    const state = this.#breaker.state;
+    return state === 'open' ? 2 : state === 'closed' ? 0 : 1;
   }
 
   /** Whether the circuit lets calls through right now (for /ready). */
@@ -66,7 +75,7 @@ export class ResilientStore implements BatchStore {
   }
 
   #call<T>(fn: () => Promise<T>): Promise<T> {
-    return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open');
+    return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open', this.#onRetry);
   }
 
   load(tenant: TenantId): Promise<Snapshot> {
@@ -94,6 +103,7 @@ export class ResilientStore implements BatchStore {
         settled = await this.#guardedBatch(pending.map((i) => writes[i] as PendingWrite));
       } catch (err) {
         if (!mayRetry() || !retryable(err)) throw err;
+        this.#onRetry();
         await sleep(backoffMs(this.#retry, attempt));
         continue;
       }
@@ -105,7 +115,10 @@ export class ResilientStore implements BatchStore {
         else results[i] = s;
       });
       pending = retry;
-      if (retry.length > 0) await sleep(backoffMs(this.#retry, attempt));
+      if (retry.length > 0) {
+        this.#onRetry();
+        await sleep(backoffMs(this.#retry, attempt));
+      }
     }
     return results as WriteSettled[];
   }

@@ -31,12 +31,14 @@ export async function withRetry<T>(
   retryable: (err: unknown) => boolean,
   policy: RetryPolicy = DEFAULT_RETRY,
   shouldStop: () => boolean = () => false,
+  onRetry: () => void = () => undefined,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
       if (attempt >= policy.attempts || !retryable(err) || shouldStop()) throw err;
+      onRetry();
       await sleep(backoffMs(policy, attempt));
     }
   }

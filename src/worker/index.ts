@@ -1,8 +1,11 @@
 import type { TenantId } from '../authz/tenant.ts';
-import { TenantCache, type Replay } from '../cache/index.ts';
+import { TenantCache, type CacheEvents, type Replay } from '../cache/index.ts';
+import type { WriteOutcome } from '../authz/changes.ts';
+import { WorkerMetrics } from '../metrics/worker.ts';
+import { NO_REQUEST_METRICS } from '../metrics/requests.ts';
 import type { Config } from '../config/index.ts';
 import { chooseEngine } from '../http/engine/index.ts';
-import { startHttpServer, type Backend } from '../http/server.ts';
+import { API_SERIES, startHttpServer, type Backend } from '../http/server.ts';
 import { workerBus, type Bus } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
@@ -34,10 +37,26 @@ export interface RedisStatus {
 }
 
 /** Composition root of an HTTP worker: config → pool (store) → cache → bus → http. */
-async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<RunningWorker & { revalidate(): Promise<void> }> {
-  const { pooled, store } = openResilientStore(config, log);
+async function startWorker(
+  config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' },
+): Promise<RunningWorker & { revalidate(): Promise<void>; metrics: WorkerMetrics | undefined }> {
+  let metrics: WorkerMetrics | undefined;
+  const { pooled, store } = openResilientStore(config, log, () => metrics?.retried());
   try {
-    const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024);
+    const cacheEvents: CacheEvents = {
+      hydrated: (seconds) => metrics?.hydrated(seconds),
+      evicted: () => metrics?.evicted(),
+      gap: (resolution) => metrics?.gap(resolution),
+    };
+    const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024, undefined, cacheEvents);
+    if (config.AUTH_METRICS_PORT !== 0) {
+      metrics = new WorkerMetrics(API_SERIES, {
+        cacheClients: () => cache.size,
+        cacheBytes: () => cache.bytes,
+        circuitState: () => store.circuitState,
+        dbConnections: () => pooled.connections(),
+      });
+    }
     const replay = (tenant: TenantId) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
     const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
     const pipeline = new WritePipeline(
@@ -49,17 +68,22 @@ async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisSt
             ...batch.map(({ tenant, outcome }) =>
               outcome.ok ? cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)) : cache.catchUp(tenant, outcome.revision, replay(tenant)),
             ),
-            bus.publish(batch.map(({ tenant, outcome }) => (outcome.ok ? { v: 1, tenant, revision: outcome.revision, change: outcome.change } : { v: 1, tenant, revision: outcome.revision }))),
+            bus.publish(
+              batch.map(({ tenant, outcome }) =>
+                // `at`: when it committed, for the invalidation delay measured where it is applied.
+                outcome.ok ? { v: 1, tenant, revision: outcome.revision, change: outcome.change, at: Date.now() } : { v: 1, tenant, revision: outcome.revision },
+              ),
+            ),
           ]);
         },
       },
       { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
     );
-    applyChangesFrom(bus, cache, replay);
+    applyChangesFrom(bus, cache, replay, metrics);
     const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
     const backend: Backend = {
-      write: (tenant, change, audit) => pipeline.write(tenant, change, audit),
+      write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
       audit: (tenant, before, limit) => store.audit(tenant, before, limit),
       recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
@@ -74,9 +98,12 @@ async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisSt
     };
     // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
     const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
-    const server = await startHttpServer({ config, log, cache, backend, engine, cursorSecret: await store.cursorSecret() });
+    const server = await startHttpServer({
+      config, log, cache, backend, engine, cursorSecret: await store.cursorSecret(), metrics: metrics?.requests ?? NO_REQUEST_METRICS,
+    });
     return {
       port: server.port,
+      metrics,
       revalidate: revalidator.now,
       async stop(graceMs) {
         revalidator.stop();
@@ -94,7 +121,7 @@ async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisSt
 }
 
 /** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
-function openResilientStore(config: Config, log: Logger): { pooled: PooledStore; store: ResilientStore } {
+function openResilientStore(config: Config, log: Logger, retried: () => void): { pooled: PooledStore; store: ResilientStore } {
   const pooled = new PooledStore(storeSettings(config), POOL_THREADS);
   const breaker = new CircuitBreaker({
     threshold: config.AUTH_DB_BREAKER_THRESHOLD,
@@ -105,11 +132,11 @@ function openResilientStore(config: Config, log: Logger): { pooled: PooledStore;
     },
   });
   const retry = { attempts: config.AUTH_DB_RETRY_ATTEMPTS, baseMs: 50, maxMs: 1000 };
-  return { pooled, store: new ResilientStore(pooled, breaker, retry) };
+  return { pooled, store: new ResilientStore(pooled, breaker, retry, retried) };
 }
 
 /** Changes committed by the other workers (and instances) are applied to this worker's graphs. */
-function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantId) => Replay): void {
+function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantId) => Replay, metrics: WorkerMetrics | undefined): void {
   bus.subscribe(async (msg) => {
     if (msg.v !== 1) return cache.drop(msg.tenant);
     // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
@@ -117,7 +144,23 @@ function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantI
     // gives up the graph instead (the next request hydrates it) rather than hold the write.
     const applied = msg.change === undefined ? cache.catchUp(msg.tenant, msg.revision, replay(msg.tenant)) : cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
     if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
+    else if (msg.at !== undefined) metrics?.invalidated(msg.remote === true ? 'instance' : 'worker', (Date.now() - msg.at) / 1000);
   });
+}
+
+/** A write's outcome counted by op and result (ok, or the error code). */
+function counted(write: Promise<WriteOutcome>, op: string, metrics: WorkerMetrics | undefined): Promise<WriteOutcome> {
+  if (metrics === undefined) return write;
+  return write.then(
+    (outcome) => {
+      metrics.write(op, outcome.ok ? 'ok' : outcome.error.code);
+      return outcome;
+    },
+    (err: unknown) => {
+      metrics.write(op, err instanceof AppError ? err.code : 'ERR_INTERNAL');
+      throw err;
+    },
+  );
 }
 
 /**
@@ -213,6 +256,15 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
   process.on('message', (m: unknown) => {
     if (isToWorker(m) && m.t === 'shutdown') stop('shutdown');
   });
+  let metrics: WorkerMetrics | undefined;
+  process.on('message', (m: unknown) => {
+    if (!isToWorker(m) || m.t !== 'metrics' || metrics === undefined) return;
+    const id = m.id;
+    metrics.snapshot().then(
+      (snapshot) => tell({ t: 'metrics', id, snapshot }),
+      (err: unknown) => log.warn('metrics snapshot failed', { error: err instanceof Error ? err.message : String(err) }),
+    );
+  });
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('disconnect', () => {
@@ -223,6 +275,7 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
   try {
     const started = await startWorker(config, log, bus, redis);
     revalidate = started.revalidate;
+    metrics = started.metrics;
     worker = started;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -44,7 +44,6 @@ const BAD: readonly BadCase[] = [
   { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: 'mysql://u:pw-in-url-123@h/db' }, names: 'AUTH_POSTGRESQL_URL', secret: 'pw-in-url-123' },
   // Features this version does not have: refused rather than silently ignored.
   { env: { AUTH_WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com' }, names: 'AUTH_WEBHOOK_ALLOWED_HOSTS' },
-  { env: { AUTH_METRICS_PORT: '9464' }, names: 'AUTH_METRICS_PORT' },
 ];
 
 /** Output lines that are the service's own (Node's own warnings aside). */

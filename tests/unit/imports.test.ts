@@ -29,14 +29,15 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   config: [],
   crypto: [],
   errors: [],
-  http: ['audit', 'authz', 'cache', 'config', 'crypto', 'errors', 'log', 'time'], // never store: reads via cache
+  http: ['audit', 'authz', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time'], // never store: reads via cache
   invalidation: ['authz', 'log'],
   log: [],
+  metrics: ['log'],
   pool: ['audit', 'authz', 'crypto', 'errors', 'store'],
-  primary: ['config', 'http', 'invalidation', 'log'],
+  primary: ['config', 'http', 'invalidation', 'log', 'metrics'],
   store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time'],
   time: [],
-  worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'pool', 'primary', 'store'], // primary: see NARROW
+  worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'metrics', 'pool', 'primary', 'store'], // primary: see NARROW
 };
 
 /**

@@ -1,0 +1,65 @@
+import { createServer, type Server } from 'node:http';
+import { AggregatorRegistry, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import type { Logger } from '../log/index.ts';
+import { METRICS } from './definitions.ts';
+import type { MetricJson } from './requests.ts';
+
+export interface BuildInfo {
+  readonly version: string;
+  readonly node: string;
+  readonly engine: string;
+}
+
+/**
+ * The primary's metrics: its own (worker restarts, build info) and the workers' merged with
+ * prom-client's cluster aggregation (counters and histograms summed, gauges as each metric's
+ * definition says). The workers' snapshots arrive over the primary's IPC (see primary/scrape.ts).
+ */
+export class PrimaryMetrics {
+  readonly #registry = new Registry();
+  readonly #restarts: Counter;
+
+  constructor(build: BuildInfo) {
+    const r = this.#registry;
+    this.#restarts = new Counter({ name: METRICS.workerRestarts.name, help: METRICS.workerRestarts.help, registers: [r] });
+    const info = new Gauge({ name: METRICS.buildInfo.name, help: METRICS.buildInfo.help, labelNames: [...METRICS.buildInfo.labels], registers: [r] });
+    info.set({ ...build }, 1);
+  }
+
+  restarted(): void {
+    this.#restarts.inc();
+  }
+
+  /** The text exposition of everything, given the workers' snapshots. */
+  async exposition(workers: readonly MetricJson[][]): Promise<string> {
+    const own = (await this.#registry.getMetricsAsJSON()) as unknown as MetricJson[];
+    const all = [...workers, own] as unknown as Array<Array<MetricObjectWithValues<MetricValue<string>>>>;
+    return AggregatorRegistry.aggregate(all).metrics();
+  }
+}
+
+/** Serves `GET /metrics` (and nothing else) on its own port, in the primary. */
+export function startMetricsServer(host: string, port: number, exposition: () => Promise<string>, log: Logger): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method !== 'GET' || path !== '/metrics') {
+      res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found: the metrics are at GET /metrics\n');
+      return;
+    }
+    exposition().then(
+      (text) => res.writeHead(200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE }).end(text),
+      (err: unknown) => {
+        log.error('metrics scrape failed', { error: err instanceof Error ? err.message : String(err) });
+        res.writeHead(500, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n');
+      },
+    );
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      server.unref();
+      resolve(server);
+    });
+  });
+}
