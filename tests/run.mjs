@@ -18,6 +18,7 @@ const files = [
   'tests/e2e/engine.test.ts',
   'tests/e2e/start.test.ts',
   'tests/e2e/deploy.test.ts',
+  'tests/e2e/deploy-ops.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',

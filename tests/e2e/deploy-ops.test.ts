@@ -1,0 +1,621 @@
+/**
+ * Operations artefacts under deploy/: the Kubernetes manifests, the compose file's Prometheus and
+ * Grafana, the alert rules and the dashboard. Every YAML file parses; probes ask routes the service
+ * serves, on the ports its settings default to; the pod is locked down and drains within its grace
+ * period; the settings given are ones the service accepts; the alert rules pass promtool's checks
+ * and unit tests; and every metric the dashboard and the rules read is one the service registers.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { basename, join, posix, relative } from 'node:path';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { parseAllDocuments } from 'yaml';
+import { loadConfig } from '../../src/config/index.ts';
+import { configSchema } from '../../src/config/schema.ts';
+import { ROUTES } from '../../src/http/routes/index.ts';
+import { METRICS } from '../../src/metrics/definitions.ts';
+import { requireService } from '../helpers/services.ts';
+import { ROOT, tempDir } from '../helpers/server.ts';
+
+const DEPLOY = join(ROOT, 'deploy');
+const K8S = join(DEPLOY, 'kubernetes');
+const ALERTS = join(DEPLOY, 'prometheus/alerts.yml');
+const ALERT_TESTS = join(DEPLOY, 'prometheus/alerts.test.yml');
+const PROMETHEUS_CONFIG = join(DEPLOY, 'prometheus/prometheus.yml');
+const DASHBOARD = join(DEPLOY, 'grafana/rbac-gateway.json');
+
+type Json = Record<string, unknown>;
+
+// ---- reading ------------------------------------------------------------------------------------
+
+/** Every file under `dir` (relative paths, sorted). */
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => statSync(join(dir, f)).isFile())
+    .sort();
+}
+
+/** The documents of a YAML file as plain values; a syntax error or warning fails the test. */
+function readYaml(path: string): unknown[] {
+  const docs = parseAllDocuments(readFileSync(path, 'utf8'), { prettyErrors: true });
+  assert.ok(Array.isArray(docs), `${path}: not a YAML stream`);
+  return docs.map((d, i) => {
+    assert.deepEqual([...d.errors, ...d.warnings].map(String), [], `${relative(ROOT, path)} document ${i + 1}`);
+    return d.toJS({ maxAliasCount: 100 }) as unknown;
+  });
+}
+
+function readYamlOne<T>(path: string): T {
+  const docs = readYaml(path);
+  assert.equal(docs.length, 1, `${path}: one document`);
+  return docs[0] as T;
+}
+
+const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+// ---- the service's own facts -----------------------------------------------------------------------
+
+const schemaProps = configSchema.properties as unknown as Record<string, { default?: unknown }>;
+const defaultOf = (key: string): unknown => schemaProps[key]?.default;
+
+/** Paths of the unauthenticated GET routes, read from src/http/plain-routes.ts. */
+function plainGetRoutes(): Set<string> {
+  const src = readFileSync(join(ROOT, 'src/http/plain-routes.ts'), 'utf8');
+  return new Set([...src.matchAll(/routes\.on\(\s*'GET',\s*'([^']+)'/g)].map((m) => m[1] ?? ''));
+}
+
+/** Metric name → the labels its series may carry (besides the target's job and instance). */
+async function registeredMetrics(): Promise<Map<string, Set<string>>> {
+  const known = new Map<string, Set<string>>();
+  const add = (name: string, type: string, labels: readonly string[]): void => {
+    if (type === 'histogram') {
+      known.set(`${name}_bucket`, new Set([...labels, 'le']));
+      known.set(`${name}_sum`, new Set(labels));
+      known.set(`${name}_count`, new Set(labels));
+    } else {
+      known.set(name, new Set(labels));
+    }
+  };
+  for (const m of Object.values(METRICS)) add(m.name, m.type, m.labels);
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  for (const m of await registry.getMetricsAsJSON()) {
+    const labels = new Set<string>();
+    for (const v of m.values as Array<{ labels?: Record<string, unknown> }>) for (const l of Object.keys(v.labels ?? {})) labels.add(l);
+    add(m.name, String(m.type), [...labels]);
+  }
+  known.set('up', new Set());
+  return known;
+}
+
+/** prom-client default metrics that the dashboard and alerts use: each must be one prom-client registers. */
+const DEFAULT_METRICS_USED = ['nodejs_eventloop_lag_p99_seconds', 'nodejs_eventloop_lag_seconds', 'process_cpu_seconds_total', 'process_resident_memory_bytes'];
+
+// ---- PromQL, enough of it to name what an expression reads --------------------------------------
+
+const NOT_METRICS = new Set([
+  // keywords and modifiers
+  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan',
+  // aggregation operators (they may be followed by `by (...)` rather than a parenthesis)
+  'sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile', 'limitk', 'limit_ratio',
+]);
+
+interface Selector {
+  metric: string;
+  matchers: Array<{ label: string; op: string; value: string }>;
+}
+
+/** The metric selectors of a PromQL expression (Grafana's `$variables` allowed in ranges and values). */
+function selectors(expr: string): Selector[] {
+  const out: Selector[] = [];
+  // Label matchers first (their values may hold anything but a closing brace here).
+  const bare = expr.replace(/([A-Za-z_:][\w:]*)?\s*\{([^}]*)\}/g, (_all, name: string | undefined, body: string) => {
+    assert.ok(name !== undefined, `a selector without a metric name in: ${expr}`);
+    const matchers = [...body.matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)].map((m) => ({ label: m[1] ?? '', op: m[2] ?? '', value: m[3] ?? '' }));
+    out.push({ metric: name, matchers });
+    return ` ${name} `;
+  });
+  const rest = bare
+    .replace(/"(?:[^"\\]|\\.)*"/g, '""')
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, '$1');
+  const seen = new Set(out.map((s) => s.metric));
+  for (const m of rest.matchAll(/\d+(?:\.\d+)?(?:e[+-]?\d+)?[a-z]*|[A-Za-z_:][\w:]*/gi)) {
+    const word = m[0];
+    if (/^\d/.test(word) || NOT_METRICS.has(word.toLowerCase())) continue;
+    if (rest.slice((m.index ?? 0) + word.length).trimStart().startsWith('(')) continue; // a function
+    if (!seen.has(word)) out.push({ metric: word, matchers: [] });
+    seen.add(word);
+  }
+  return out;
+}
+
+test('PromQL reader: names the metrics and label matchers of an expression, not its functions or labels', () => {
+  const expr =
+    'histogram_quantile(0.99, sum by (route, le) (rate(rbac_http_request_duration_seconds_bucket{job="$job",le="0.005"}[$__rate_interval]))) ' +
+    '/ on (job) group_left sum without (status) (increase(up[5m] offset 1h)) > 1e3 and max(nodejs_eventloop_lag_seconds) > bool 0.1';
+  const got = selectors(expr);
+  assert.deepEqual(got.map((s) => s.metric).sort(), ['nodejs_eventloop_lag_seconds', 'rbac_http_request_duration_seconds_bucket', 'up']);
+  assert.deepEqual(got.find((s) => s.metric === 'rbac_http_request_duration_seconds_bucket')?.matchers, [
+    { label: 'job', op: '=', value: '$job' },
+    { label: 'le', op: '=', value: '0.005' },
+  ]);
+});
+
+// ---- Kubernetes ---------------------------------------------------------------------------------
+
+interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec?: Json;
+  data?: Record<string, string>;
+  stringData?: Record<string, string>;
+}
+interface Probe {
+  httpGet?: { path?: string; port?: string | number };
+  exec?: unknown;
+  tcpSocket?: unknown;
+}
+interface SecurityContext {
+  runAsNonRoot?: boolean;
+  runAsUser?: number;
+  allowPrivilegeEscalation?: boolean;
+  readOnlyRootFilesystem?: boolean;
+  privileged?: boolean;
+  capabilities?: { drop?: string[]; add?: string[] };
+  seccompProfile?: { type?: string };
+}
+interface Container {
+  name: string;
+  image?: string;
+  ports?: Array<{ name?: string; containerPort: number }>;
+  env?: Array<{ name: string; value?: string; valueFrom?: unknown }>;
+  envFrom?: Array<{ configMapRef?: { name: string }; secretRef?: { name: string } }>;
+  readinessProbe?: Probe;
+  livenessProbe?: Probe;
+  startupProbe?: Probe;
+  lifecycle?: { preStop?: { exec?: { command?: string[] } } };
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  securityContext?: SecurityContext;
+  volumeMounts?: Array<{ name: string; mountPath: string }>;
+}
+interface PodSpec {
+  containers: Container[];
+  securityContext?: SecurityContext;
+  terminationGracePeriodSeconds?: number;
+  automountServiceAccountToken?: boolean;
+  volumes?: Array<{ name: string; emptyDir?: unknown; persistentVolumeClaim?: unknown }>;
+}
+interface DeploymentSpec {
+  replicas?: number;
+  selector: { matchLabels: Record<string, string> };
+  template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec };
+}
+
+function k8sObjects(): Map<string, K8sObject[]> {
+  const byKind = new Map<string, K8sObject[]>();
+  for (const file of listFiles(K8S)) {
+    if (file === 'kustomization.yaml' || !/\.ya?ml$/.test(file)) continue;
+    for (const doc of readYaml(join(K8S, file))) {
+      assert.ok(isObj(doc) && typeof doc.kind === 'string' && typeof doc.apiVersion === 'string', `${file}: a Kubernetes object`);
+      const o = doc as unknown as K8sObject;
+      byKind.set(o.kind, [...(byKind.get(o.kind) ?? []), o]);
+    }
+  }
+  return byKind;
+}
+
+function only(objects: Map<string, K8sObject[]>, kind: string): K8sObject {
+  const list = objects.get(kind) ?? [];
+  assert.equal(list.length, 1, `one ${kind} in deploy/kubernetes/`);
+  return list[0] as K8sObject;
+}
+
+/** The Deployment, its pod spec and its one container. */
+function gatewayPod(objects: Map<string, K8sObject[]>): { deployment: DeploymentSpec; pod: PodSpec; container: Container } {
+  const deployment = only(objects, 'Deployment').spec as unknown as DeploymentSpec;
+  const pod = deployment.template.spec;
+  assert.equal(pod.containers.length, 1, 'one container');
+  return { deployment, pod, container: pod.containers[0] as Container };
+}
+
+/** The container's environment as the kubelet builds it: envFrom in order, then env. */
+function podEnvironment(objects: Map<string, K8sObject[]>, container: Container): Record<string, string> {
+  const env: Record<string, string> = {};
+  const named = (kind: string, name: string): K8sObject => {
+    const o = (objects.get(kind) ?? []).find((x) => x.metadata.name === name);
+    assert.ok(o !== undefined, `envFrom names ${kind} ${name}, which deploy/kubernetes/ defines`);
+    return o;
+  };
+  for (const from of container.envFrom ?? []) {
+    if (from.configMapRef !== undefined) Object.assign(env, named('ConfigMap', from.configMapRef.name).data);
+    if (from.secretRef !== undefined) {
+      const s = named('Secret', from.secretRef.name);
+      const data = Object.fromEntries(Object.entries(s.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+      Object.assign(env, data, s.stringData);
+    }
+  }
+  for (const e of container.env ?? []) {
+    assert.ok(e.value !== undefined, `env ${e.name}: a literal value`);
+    env[e.name] = e.value;
+  }
+  return env;
+}
+
+function matchesLabels(selector: Record<string, string>, labels: Record<string, string> | undefined): boolean {
+  return Object.entries(selector).length > 0 && Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+}
+
+test('every YAML file under deploy/ parses', () => {
+  const files = listFiles(DEPLOY).filter((f) => /\.ya?ml$/.test(f));
+  for (const expected of ['compose.yaml', 'kubernetes/kustomization.yaml', 'prometheus/prometheus.yml', 'prometheus/alerts.yml', 'prometheus/alerts.test.yml']) {
+    assert.ok(files.includes(expected), `deploy/${expected} exists`);
+  }
+  for (const file of files) assert.ok(readYaml(join(DEPLOY, file)).length > 0, `deploy/${file} holds a document`);
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as unknown;
+  assert.ok(isObj(dashboard), 'the dashboard is a JSON object');
+});
+
+test('kubernetes: the kustomization lists every manifest; the kinds and API versions expected', () => {
+  const kustomization = readYamlOne<{ kind: string; resources: string[] }>(join(K8S, 'kustomization.yaml'));
+  assert.equal(kustomization.kind, 'Kustomization');
+  const manifests = listFiles(K8S).filter((f) => f !== 'kustomization.yaml');
+  assert.deepEqual([...kustomization.resources].sort(), manifests, 'resources: exactly the files beside it');
+  const objects = k8sObjects();
+  const expected: Record<string, string> = {
+    Deployment: 'apps/v1',
+    Service: 'v1',
+    ConfigMap: 'v1',
+    Secret: 'v1',
+    PodDisruptionBudget: 'policy/v1',
+    ServiceMonitor: 'monitoring.coreos.com/v1',
+  };
+  for (const [kind, apiVersion] of Object.entries(expected)) assert.equal(only(objects, kind).apiVersion, apiVersion, kind);
+  for (const list of objects.values()) for (const o of list) assert.equal(o.metadata.labels?.['app.kubernetes.io/name'], 'rbac-gateway', `${o.kind} labels`);
+});
+
+test('kubernetes: probes ask routes the service serves, on ports equal to its defaults; selectors meet', () => {
+  const objects = k8sObjects();
+  const { deployment, container } = gatewayPod(objects);
+  const routes = plainGetRoutes();
+  assert.ok(routes.has('/ready') && routes.has('/health'), `plain routes read from the source: ${[...routes].join(', ')}`);
+
+  const ports = new Map((container.ports ?? []).map((p) => [p.name ?? '', p.containerPort]));
+  assert.equal(ports.get('http'), defaultOf('AUTH_SERVER_PORT'), 'port http = the AUTH_SERVER_PORT default');
+  assert.equal(ports.get('metrics'), defaultOf('AUTH_METRICS_PORT'), 'port metrics = the AUTH_METRICS_PORT default');
+  const env = podEnvironment(objects, container);
+  for (const [key, port] of [['AUTH_SERVER_PORT', 'http'], ['AUTH_METRICS_PORT', 'metrics']] as const) {
+    if (env[key] !== undefined) assert.equal(Number(env[key]), ports.get(port), `${key} matches containerPort ${port}`);
+  }
+  assert.equal(env.AUTH_SERVER_HOST, '0.0.0.0', 'the API listens beyond the pod loopback');
+  assert.equal(env.AUTH_METRICS_HOST, '0.0.0.0', 'the metrics listen beyond the pod loopback');
+
+  const probes: Array<[string, Probe | undefined, string | undefined]> = [
+    ['readinessProbe', container.readinessProbe, '/ready'],
+    ['livenessProbe', container.livenessProbe, '/health'],
+    ['startupProbe', container.startupProbe, undefined],
+  ];
+  for (const [name, probe, expected] of probes) {
+    if (probe === undefined && expected === undefined) continue;
+    const get = probe?.httpGet;
+    assert.ok(get?.path !== undefined, `${name}: an httpGet probe`);
+    const [path = '', query = ''] = get.path.split('?');
+    assert.ok(routes.has(path), `${name}: ${path} is a route of src/http/plain-routes.ts`);
+    if (expected !== undefined) assert.equal(path, expected, name);
+    // strict readiness would take every pod out of the Service when a shared dependency is away.
+    assert.ok(!/strict/.test(query), `${name}: not ?strict=1`);
+    const port = typeof get.port === 'number' ? get.port : ports.get(String(get.port));
+    assert.equal(port, ports.get('http'), `${name}: on the API port`);
+  }
+
+  const podLabels = deployment.template.metadata.labels;
+  assert.ok(matchesLabels(deployment.selector.matchLabels, podLabels), 'the Deployment selects its own pods');
+  const service = only(objects, 'Service');
+  const svc = service.spec as { selector: Record<string, string>; ports: Array<{ name: string; port: number; targetPort: string | number }> };
+  assert.ok(matchesLabels(svc.selector, podLabels), 'the Service selects the pods');
+  for (const p of svc.ports) {
+    const target = typeof p.targetPort === 'number' ? p.targetPort : ports.get(p.targetPort);
+    assert.ok(target !== undefined && [...ports.values()].includes(target), `Service port ${p.name} reaches a container port`);
+  }
+  const pdb = only(objects, 'PodDisruptionBudget').spec as { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; minAvailable?: number };
+  assert.ok(matchesLabels(pdb.selector.matchLabels, podLabels), 'the PodDisruptionBudget selects the pods');
+  assert.ok((pdb.maxUnavailable ?? 0) >= 1 || (pdb.minAvailable ?? Infinity) < (deployment.replicas ?? 1), 'the budget lets a drain proceed');
+
+  const monitor = only(objects, 'ServiceMonitor').spec as { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path?: string }> };
+  assert.ok(matchesLabels(monitor.selector.matchLabels, service.metadata.labels), 'the ServiceMonitor selects the Service');
+  assert.equal(service.metadata.name, 'rbac-gateway', 'the job name the alert rules expect comes from the Service name');
+  for (const e of monitor.endpoints) {
+    const sp = svc.ports.find((p) => p.name === e.port);
+    assert.ok(sp !== undefined, `ServiceMonitor port ${e.port} is a Service port`);
+    assert.equal(typeof sp.targetPort === 'number' ? sp.targetPort : ports.get(sp.targetPort), ports.get('metrics'), 'scrapes the metrics port');
+    assert.equal(e.path ?? '/metrics', '/metrics');
+  }
+  const annotations = deployment.template.metadata.annotations ?? {};
+  assert.equal(annotations['prometheus.io/scrape'], 'true');
+  assert.equal(Number(annotations['prometheus.io/port']), ports.get('metrics'), 'prometheus.io/port is the metrics port');
+  assert.equal(annotations['prometheus.io/path'] ?? '/metrics', '/metrics');
+});
+
+test('kubernetes: the pod runs locked down, with bounded resources and a writable /tmp only', () => {
+  const { pod, container } = gatewayPod(k8sObjects());
+  const sc = { ...pod.securityContext, ...container.securityContext };
+  assert.equal(sc.runAsNonRoot, true, 'runAsNonRoot');
+  assert.ok(Number.isInteger(sc.runAsUser) && (sc.runAsUser ?? 0) > 0, `a numeric non-root runAsUser (${sc.runAsUser})`);
+  assert.equal(container.securityContext?.allowPrivilegeEscalation, false, 'allowPrivilegeEscalation: false');
+  assert.equal(container.securityContext?.readOnlyRootFilesystem, true, 'readOnlyRootFilesystem: true');
+  assert.notEqual(sc.privileged, true, 'not privileged');
+  assert.ok(container.securityContext?.capabilities?.drop?.includes('ALL'), 'capabilities: drop ALL');
+  assert.deepEqual(container.securityContext?.capabilities?.add ?? [], [], 'no capability added');
+  assert.equal(sc.seccompProfile?.type, 'RuntimeDefault', 'seccompProfile RuntimeDefault');
+  assert.equal(pod.automountServiceAccountToken, false, 'no service account token');
+
+  for (const kind of ['requests', 'limits'] as const) {
+    for (const r of ['cpu', 'memory']) assert.ok(container.resources?.[kind]?.[r] !== undefined, `resources.${kind}.${r}`);
+  }
+  assert.match(container.image ?? '', /^[\w./-]+:(?!latest$)[\w.-]+$/, 'an image with a version tag');
+
+  const volumes = new Map((pod.volumes ?? []).map((v) => [v.name, v]));
+  for (const m of container.volumeMounts ?? []) assert.ok(volumes.has(m.name), `volumeMount ${m.name} has a volume`);
+  const tmp = (container.volumeMounts ?? []).find((m) => m.mountPath === '/tmp');
+  assert.ok(tmp !== undefined && volumes.get(tmp.name)?.emptyDir !== undefined, '/tmp is an emptyDir');
+});
+
+test('kubernetes: settings the service accepts, PostgreSQL and Redis for several replicas, a drain inside the grace period', () => {
+  const objects = k8sObjects();
+  const { deployment, pod, container } = gatewayPod(objects);
+  const env = podEnvironment(objects, container);
+  for (const key of Object.keys(env)) {
+    assert.ok(key === 'NODE_ENV' || key in schemaProps, `${key} is a setting of src/config/schema.ts (unknown names are ignored silently)`);
+  }
+  // As the image runs it: NODE_ENV=production from the Dockerfile, the pod's environment on top.
+  const config = loadConfig({ NODE_ENV: 'production', ...env }, ROOT);
+  if ((deployment.replicas ?? 1) > 1) {
+    assert.equal(config.AUTH_DATABASE_TYPE, 'postgresql', 'several replicas share one PostgreSQL (SQLite is one pod\'s file)');
+    assert.ok(config.AUTH_REDIS_URL !== undefined, 'several replicas stay coherent through Redis');
+  }
+  const cpuLimit = String(container.resources?.limits?.cpu ?? '');
+  const cpus = cpuLimit.endsWith('m') ? Number(cpuLimit.slice(0, -1)) / 1000 : Number(cpuLimit);
+  assert.ok(config.AUTH_WORKERS <= Math.ceil(cpus), `AUTH_WORKERS (${config.AUTH_WORKERS}) within the CPU limit (${cpuLimit})`);
+
+  // Secret values are placeholders, never something that could be a real secret.
+  const secret = only(objects, 'Secret');
+  assert.equal(secret.data, undefined, 'placeholders in stringData, readable');
+  const values = secret.stringData ?? {};
+  for (const key of ['AUTH_POSTGRESQL_URL', 'AUTH_REDIS_URL', 'AUTH_JWT_SECRET_KEY', 'AUTH_ENCRYPTION_KEY']) assert.ok(key in values, `Secret holds ${key}`);
+  for (const [key, value] of Object.entries(values)) {
+    const url = /^\w+:\/\//.test(value) ? new URL(value) : undefined;
+    const secretPart = url === undefined ? value : url.password;
+    assert.ok(secretPart === '' || /CHANGE-ME/.test(secretPart), `${key}: a CHANGE-ME placeholder`);
+  }
+
+  const delayMs = Number(env.AUTH_SHUTDOWN_DELAY_MS ?? 0);
+  assert.ok(delayMs > 0, 'AUTH_SHUTDOWN_DELAY_MS gives load balancers time to drop a stopping pod');
+  const grace = pod.terminationGracePeriodSeconds ?? 30;
+  assert.ok(grace > delayMs / 1000 + 10, `terminationGracePeriodSeconds (${grace}) > shutdown delay (${delayMs / 1000} s) + the 10 s drain`);
+  const preStop = container.lifecycle?.preStop?.exec?.command?.join(' ') ?? '';
+  assert.ok(!/\bsleep\b/.test(preStop), 'no preStop sleep: the service delays its own shutdown');
+});
+
+// ---- compose: Prometheus and Grafana --------------------------------------------------------------
+
+interface ComposeService {
+  image?: string;
+  build?: { context?: string; dockerfile?: string };
+  command?: string[];
+  environment?: Record<string, string>;
+  volumes?: string[];
+  depends_on?: unknown;
+  stop_grace_period?: string;
+}
+
+test('compose: Prometheus scrapes every gateway and loads the alert rules; Grafana gets the data source and the dashboard', () => {
+  const compose = readYamlOne<{ services: Record<string, ComposeService> }>(join(DEPLOY, 'compose.yaml'));
+  const services = compose.services;
+  for (const name of ['postgres', 'redis', 'lb', 'prometheus', 'grafana']) assert.ok(name in services, `service ${name}`);
+  const gateways = Object.entries(services).filter(([, s]) => s.build?.dockerfile === 'deploy/Dockerfile');
+  assert.ok(gateways.length >= 2, 'at least two gateways');
+
+  const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
+  const imageEnv = (key: string): string | undefined => new RegExp(`\\b${key}=(\\S+)`).exec(dockerfile.split(/^FROM /m).at(-1) ?? '')?.[1];
+  const targets: string[] = [];
+  for (const [name, s] of gateways) {
+    const env = s.environment ?? {};
+    const host = env.AUTH_METRICS_HOST ?? imageEnv('AUTH_METRICS_HOST') ?? String(defaultOf('AUTH_METRICS_HOST'));
+    assert.equal(host, '0.0.0.0', `${name}: metrics reachable from the Prometheus container`);
+    const port = Number(env.AUTH_METRICS_PORT ?? defaultOf('AUTH_METRICS_PORT'));
+    assert.ok(port > 0, `${name}: metrics on`);
+    targets.push(`${name}:${port}`);
+    const delay = Number(env.AUTH_SHUTDOWN_DELAY_MS ?? 0) / 1000;
+    const grace = Number(/^(\d+)s$/.exec(s.stop_grace_period ?? '10s')?.[1]);
+    assert.ok(grace > delay + 10, `${name}: stop_grace_period (${s.stop_grace_period}) > shutdown delay + 10 s`);
+  }
+
+  // Prometheus: its configuration and rules mounted from deploy/prometheus, scraping every gateway.
+  const prom = services.prometheus as ComposeService;
+  const mount = (s: ComposeService, from: string): string | undefined =>
+    (s.volumes ?? []).map((v) => v.split(':')).find(([src]) => posix.normalize(src ?? '') === posix.normalize(from))?.[1];
+  const promDir = mount(prom, './prometheus');
+  assert.ok(promDir !== undefined, 'deploy/prometheus is mounted into the Prometheus container');
+  assert.ok((prom.command ?? []).includes(`--config.file=${posix.join(promDir, 'prometheus.yml')}`), 'Prometheus reads the mounted prometheus.yml');
+  const config = readYamlOne<{ rule_files?: string[]; scrape_configs: Array<{ job_name: string; static_configs?: Array<{ targets: string[] }> }> }>(PROMETHEUS_CONFIG);
+  assert.ok(config.rule_files?.includes('alerts.yml'), 'prometheus.yml loads alerts.yml');
+  const job = config.scrape_configs.find((c) => c.job_name === 'rbac-gateway');
+  assert.ok(job !== undefined, 'a scrape job rbac-gateway (the alert rules select it)');
+  assert.deepEqual(job.static_configs?.flatMap((c) => c.targets).sort(), targets.sort(), 'every gateway\'s metrics port is scraped');
+
+  // Grafana: provisioning mounted, the dashboard where the provider reads, the data source that
+  // points at the Prometheus service and that the dashboard selects by default.
+  const grafana = services.grafana as ComposeService;
+  assert.equal(mount(grafana, './grafana/provisioning'), '/etc/grafana/provisioning');
+  const dashboardPath = mount(grafana, './grafana/rbac-gateway.json');
+  assert.ok(dashboardPath !== undefined, 'the dashboard is mounted');
+  const providers = readYamlOne<{ providers: Array<{ type: string; options: { path: string } }> }>(join(DEPLOY, 'grafana/provisioning/dashboards/rbac-gateway.yaml'));
+  assert.ok(providers.providers.some((p) => p.type === 'file' && posix.normalize(p.options.path) === posix.dirname(dashboardPath)), 'a file provider reads the dashboard\'s folder');
+  const sources = readYamlOne<{ datasources: Array<{ uid: string; type: string; url: string }> }>(join(DEPLOY, 'grafana/provisioning/datasources/prometheus.yaml'));
+  const source = sources.datasources.find((d) => d.type === 'prometheus');
+  assert.ok(source !== undefined, 'a Prometheus data source');
+  assert.equal(new URL(source.url).hostname, 'prometheus', 'the data source is the compose service');
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { templating: { list: Array<{ name: string; type: string; current?: { value?: unknown } }> } };
+  const dsVar = dashboard.templating.list.find((v) => v.type === 'datasource');
+  assert.equal(dsVar?.current?.value, source.uid, 'the dashboard starts on the provisioned data source');
+});
+
+// ---- alert rules and dashboard --------------------------------------------------------------------
+
+interface Rule {
+  alert?: string;
+  record?: string;
+  expr: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+}
+const alertRules = (): Rule[] => readYamlOne<{ groups: Array<{ rules: Rule[] }> }>(ALERTS).groups.flatMap((g) => g.rules);
+
+interface Panel {
+  id: number;
+  type: string;
+  title: string;
+  datasource?: { uid?: string };
+  gridPos: { x: number; y: number; w: number; h: number };
+  targets?: Array<{ expr?: string }>;
+  panels?: Panel[];
+}
+interface Dashboard {
+  uid: string;
+  panels: Panel[];
+  templating: { list: Array<{ name: string; type: string; query?: unknown }> };
+}
+const readDashboard = (): Dashboard => JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
+const allPanels = (d: Dashboard): Panel[] => d.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+
+/** The dashboard's PromQL: panel targets, and the metric part of `label_values(...)` variable queries. */
+function dashboardExpressions(d: Dashboard): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  for (const p of allPanels(d)) for (const t of p.targets ?? []) if (t.expr !== undefined) out.push([`panel "${p.title}"`, t.expr]);
+  for (const v of d.templating.list) {
+    if (v.type !== 'query') continue;
+    const q = isObj(v.query) ? String(v.query.query ?? '') : String(v.query ?? '');
+    const m = /^label_values\((.*),\s*\w+\s*\)$/.exec(q.trim());
+    assert.ok(m !== null, `variable ${v.name}: a label_values() query`);
+    out.push([`variable ${v.name}`, m[1] ?? '']);
+  }
+  return out;
+}
+
+test('dashboard: panels with queries on the data source variable, ids unique, inside the grid', () => {
+  const d = readDashboard();
+  assert.equal(d.uid, 'rbac-gateway');
+  const panels = allPanels(d);
+  assert.equal(new Set(panels.map((p) => p.id)).size, panels.length, 'unique panel ids');
+  const dsVar = d.templating.list.find((v) => v.type === 'datasource');
+  assert.ok(dsVar !== undefined, 'a data source variable');
+  for (const p of panels) {
+    assert.ok(p.gridPos.x >= 0 && p.gridPos.x + p.gridPos.w <= 24, `panel "${p.title}" within 24 columns`);
+    if (p.type === 'row') continue;
+    assert.equal(p.datasource?.uid, `\${${dsVar.name}}`, `panel "${p.title}" uses the data source variable`);
+    assert.ok((p.targets ?? []).length > 0 && (p.targets ?? []).every((t) => (t.expr ?? '').trim() !== ''), `panel "${p.title}" has queries`);
+  }
+  const titles = panels.map((p) => p.title.toLowerCase()).join('\n');
+  for (const topic of ['requests', 'p50', 'p99', '5xx', '4xx', 'allow ratio', 'cache hit ratio', 'cached clients', 'cache bytes', 'hydration', 'invalidation delay', 'revision gaps', 'pool connections', 'circuit', 'worker restarts', 'event-loop lag']) {
+    assert.ok(titles.includes(topic), `a panel about ${topic}`);
+  }
+});
+
+test('the dashboard and the alert rules read only metrics the service registers, with their labels', async () => {
+  const known = await registeredMetrics();
+  for (const name of DEFAULT_METRICS_USED) assert.ok(known.has(name) && /^(process|nodejs)_/.test(name), `${name} is a prom-client default metric`);
+  const rules = alertRules();
+  const recorded = new Set(rules.flatMap((r) => (r.record === undefined ? [] : [r.record])));
+  const routeIds = new Set([...ROUTES.map((r) => r.id), 'unknown']);
+  const usedRecorded = new Set<string>();
+
+  const sources: Array<[string, string, boolean]> = [
+    ...dashboardExpressions(readDashboard()).map(([where, expr]): [string, string, boolean] => [`dashboard ${where}`, expr, false]),
+    ...rules.map((r): [string, string, boolean] => [`alerts.yml ${r.alert ?? r.record}`, r.expr, true]),
+  ];
+  for (const [where, expr, mayUseRecorded] of sources) {
+    const found = selectors(expr);
+    assert.ok(found.length > 0, `${where}: reads a metric`);
+    for (const { metric, matchers } of found) {
+      if (mayUseRecorded && recorded.has(metric)) {
+        usedRecorded.add(metric);
+        continue;
+      }
+      const labels = known.get(metric);
+      assert.ok(labels !== undefined, `${where}: ${metric} is not a metric the service registers (src/metrics/definitions.ts, prom-client defaults) nor up`);
+      if (/^(process|nodejs)_/.test(metric)) assert.ok(DEFAULT_METRICS_USED.includes(metric), `${where}: add ${metric} to DEFAULT_METRICS_USED`);
+      for (const m of matchers) {
+        assert.ok(labels.has(m.label) || m.label === 'job' || m.label === 'instance', `${where}: ${metric} has no label ${m.label}`);
+        if (m.label === 'route' && m.op === '=') assert.ok(routeIds.has(m.value), `${where}: route="${m.value}" is a route id`);
+      }
+    }
+  }
+  assert.deepEqual([...recorded].filter((r) => !usedRecorded.has(r)), [], 'every recording rule is used by an alert');
+});
+
+test('alerts: each has a severity, a runbook in the README and unit tests where it fires and where it does not', () => {
+  const alerts = alertRules().filter((r) => r.alert !== undefined);
+  assert.ok(alerts.length >= 9, `alerts in alerts.yml: ${alerts.length}`);
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n## Operations\n');
+  assert.ok(start >= 0, 'README.md has an Operations section');
+  const end = readme.indexOf('\n## ', start + 1);
+  const operations = readme.slice(start, end < 0 ? undefined : end);
+  const tests = readYamlOne<{ rule_files: string[]; tests: Array<{ alert_rule_test?: Array<{ alertname: string; exp_alerts?: unknown[] }> }> }>(ALERT_TESTS);
+  assert.deepEqual(tests.rule_files, [basename(ALERTS)]);
+  const cases = tests.tests.flatMap((t) => t.alert_rule_test ?? []);
+  for (const rule of alerts) {
+    const name = rule.alert ?? '';
+    assert.ok(['critical', 'warning'].includes(rule.labels?.severity ?? ''), `${name}: severity critical or warning`);
+    assert.equal(rule.annotations?.runbook, `README.md, Operations: ${name}`, `${name}: runbook annotation`);
+    assert.ok((rule.annotations?.summary ?? '') !== '', `${name}: summary`);
+    assert.ok(new RegExp(`^#{3,4} ${name}$`, 'm').test(operations), `${name}: a runbook heading in README.md "Operations"`);
+    const mine = cases.filter((c) => c.alertname === name);
+    assert.ok(mine.some((c) => (c.exp_alerts ?? []).length > 0), `${name}: a unit test where it fires`);
+    assert.ok(mine.some((c) => (c.exp_alerts ?? []).length === 0), `${name}: a unit test where it does not`);
+  }
+  for (const c of cases) assert.ok(alerts.some((r) => r.alert === c.alertname), `alerts.test.yml tests ${c.alertname}, which alerts.yml does not define`);
+});
+
+// ---- promtool -------------------------------------------------------------------------------------
+
+function promtool(args: string[]): { status: number | null; output: string } {
+  const r = spawnSync('promtool', args, { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, output: `${r.stdout}${r.stderr}${r.error?.message ?? ''}` };
+}
+
+test('promtool: the Prometheus config, the alert rules and their unit tests', async (t) => {
+  if (!(await requireService(t, 'promtool (Debian package prometheus)', 'promtool'))) return;
+  for (const args of [
+    ['check', 'config', relative(ROOT, PROMETHEUS_CONFIG)],
+    ['check', 'rules', relative(ROOT, ALERTS)],
+    ['test', 'rules', relative(ROOT, ALERT_TESTS)],
+  ]) {
+    const r = promtool(args);
+    assert.equal(r.status, 0, `promtool ${args.join(' ')}:\n${r.output}`);
+  }
+});
+
+test('promtool: every dashboard query is valid PromQL', async (t) => {
+  if (!(await requireService(t, 'promtool (Debian package prometheus)', 'promtool'))) return;
+  // Grafana's variables replaced by values of their kind; each query becomes a recording rule.
+  const concrete = (expr: string): string =>
+    expr
+      .replace(/\$__(rate_)?interval|\$__range/g, '5m')
+      .replace(/\$\{?job\}?/g, 'rbac-gateway')
+      .replace(/\$\{?instance\}?/g, '.+');
+  const exprs = dashboardExpressions(readDashboard());
+  const rules = { groups: [{ name: 'dashboard', rules: exprs.map(([, expr], i) => ({ record: `dashboard_query_${i}`, expr: concrete(expr) })) }] };
+  for (const r of rules.groups[0]?.rules ?? []) assert.ok(!r.expr.includes('$'), `a Grafana variable left in: ${r.expr}`);
+  const dir = tempDir('rbac-dashboard-');
+  t.after(dir.cleanup);
+  const file = join(dir.dir, 'dashboard.rules.json');
+  // JSON is YAML: promtool reads it as a rules file.
+  writeFileSync(file, JSON.stringify(rules));
+  assert.ok(existsSync(file));
+  const r = promtool(['check', 'rules', file]);
+  assert.equal(r.status, 0, `promtool check rules (dashboard queries):\n${r.output}`);
+});
