@@ -48,6 +48,11 @@ export interface BenchConfig {
    * turns it off); the gateways then run with a random AUTH_JWT_SECRET_KEY.
    */
   token: boolean;
+  /**
+   * `npm run bench`: also load a second uws gateway with metrics on (AUTH_METRICS_PORT set), on its
+   * own snapshot of the seeded file (BENCH_METRICS=0 turns it off).
+   */
+  metrics: boolean;
 }
 
 const ENGINES = ['uws', 'node', 'auto'];
@@ -128,5 +133,6 @@ export function loadConfig(defaults: Defaults = {}): BenchConfig {
     wrk: process.env.BENCH_WRK !== '0' && hasCommand('wrk'),
     engines: engineList(),
     token: flag('BENCH_TOKEN', true),
+    metrics: flag('BENCH_METRICS', true),
   };
 }

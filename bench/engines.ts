@@ -16,7 +16,7 @@ export interface ServerFigures extends Summary {
 }
 
 export interface Ratio {
-  /** `uws/bare`, `node/bare`, `node/uws`, `uws+token/uws`: numerator / denominator. */
+  /** `uws/bare`, `node/bare`, `node/uws`, `uws+token/uws`, `uws+metrics/uws`: numerator / denominator. */
   pair: string;
   /** Median of the per-round throughput ratios (above 1: the numerator serves more). */
   rps: number;
@@ -38,11 +38,24 @@ export type Comparisons = Partial<Record<Tool, EngineComparison | { skipped: str
 /** The label of a gateway loaded with a signed token instead of the key: `uws+token`. */
 export const tokenLabel = (engine: string): string => `${engine}+token`;
 
-/** What a run is reported as: the gateway's engine (`uws+token` with a token), else `bare` or `gateway`. */
+/** The label of a gateway that counts its requests for GET /metrics (AUTH_METRICS_PORT set): `uws+metrics`. */
+export const metricsLabel = (engine: string): string => `${engine}+metrics`;
+
+/**
+ * What a run is reported as: the gateway's engine (`uws+token` with a token, `uws+metrics` with
+ * metrics on), else `bare` or `gateway`.
+ */
 export const labelOf = (r: RunRecord): string => {
   const label = r.engine ?? r.target;
-  return r.credential === 'token' ? tokenLabel(label) : label;
+  if (r.credential === 'token') return tokenLabel(label);
+  return r.metrics === 'on' ? metricsLabel(label) : label;
 };
+
+/** A server measured beside its engine's plain gateway (`uws+token`, `uws+metrics`) and compared with it. */
+export interface Variant {
+  label: string;
+  engine: string;
+}
 
 /** Every engine against bare, then each later engine against each earlier one (`node/uws`). */
 export function pairs(engines: string[]): [string, string][] {
@@ -73,19 +86,19 @@ function ratio(byRound: Map<number, Map<string, RunRecord>>, num: string, den: s
   return { pair: `${num}/${den}`, rps: median(rpsByRound), cpuPerRequest: median(cpuPerRequestByRound), rpsByRound, cpuPerRequestByRound };
 }
 
-/** Bare and each engine, the token's label right after its engine's. */
-function labels(engines: string[], tokenEngine: string | undefined): string[] {
-  return ['bare', ...engines.flatMap((e) => (e === tokenEngine ? [e, tokenLabel(e)] : [e]))];
+/** Bare and each engine, its variants' labels right after its own. */
+function labels(engines: string[], variants: Variant[]): string[] {
+  return ['bare', ...engines.flatMap((e) => [e, ...variants.filter((v) => v.engine === e).map((v) => v.label)])];
 }
 
 /**
- * The comparison of `tool`'s measured runs over bare and `engines` (and `tokenEngine`'s gateway
- * loaded with a token, against the same gateway with the key); undefined when a server has none.
+ * The comparison of `tool`'s measured runs over bare, `engines` and `variants` (each against its
+ * engine's plain gateway: `uws+token/uws`, `uws+metrics/uws`); undefined when a server has none.
  */
-export function compareEngines(runs: RunRecord[], tool: Tool, engines: string[], tokenEngine?: string): EngineComparison | undefined {
+export function compareEngines(runs: RunRecord[], tool: Tool, engines: string[], variants: Variant[] = []): EngineComparison | undefined {
   const measured = runs.filter((r) => r.tool === tool && !r.warmup);
   const servers: Record<string, ServerFigures> = {};
-  for (const label of labels(engines, tokenEngine)) {
+  for (const label of labels(engines, variants)) {
     const mine = measured.filter((r) => labelOf(r) === label);
     if (mine.length === 0) return undefined;
     servers[label] = figures(mine);
@@ -97,7 +110,7 @@ export function compareEngines(runs: RunRecord[], tool: Tool, engines: string[],
     byRound.set(r.round, round);
   }
   const all = pairs(engines);
-  if (tokenEngine !== undefined) all.push([tokenLabel(tokenEngine), tokenEngine]);
+  for (const v of variants) all.push([v.label, v.engine]);
   return { servers, ratios: all.map(([num, den]) => ratio(byRound, num, den)) };
 }
 

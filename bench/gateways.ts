@@ -16,9 +16,15 @@ export const sqliteFile = (dir: string, engine: string): string => join(dir, `rb
 
 /**
  * A gateway of `engine` on `sqlitePath` (kept on stop: the caller owns its folder); `env`: more
- * settings (AUTH_JWT_SECRET_KEY).
+ * settings (AUTH_JWT_SECRET_KEY, AUTH_METRICS_PORT); `label`: how it is reported (default: `engine`).
  */
-export async function startEngine(cfg: BenchConfig, engine: string, sqlitePath: string, env: Record<string, string> = {}): Promise<Server> {
+export async function startEngine(
+  cfg: BenchConfig,
+  engine: string,
+  sqlitePath: string,
+  env: Record<string, string> = {},
+  label = engine,
+): Promise<Server> {
   const gateway = await startGateway({
     entry: cfg.gatewayEntry,
     logLevel: cfg.gatewayLogLevel,
@@ -28,9 +34,10 @@ export async function startEngine(cfg: BenchConfig, engine: string, sqlitePath: 
     engine,
     env,
   });
+  gateway.label = label;
   const size = treeSize(gateway.child.pid);
   console.log(
-    `gateway ${engine} listening on ${gateway.baseUrl} (pid ${gateway.child.pid}, ${size.processes} processes, ${size.threads} threads), ` +
+    `gateway ${label} listening on ${gateway.baseUrl} (pid ${gateway.child.pid}, ${size.processes} processes, ${size.threads} threads), ` +
       `engine reported: ${gateway.reportedEngine ?? 'none'}`,
   );
   return gateway;
@@ -49,6 +56,7 @@ export async function snapshot(from: string, to: string): Promise<void> {
 export function describe(gateway: Server, correctness?: object): GatewayInfo {
   const size = treeSize(gateway.child.pid);
   const info: GatewayInfo = {
+    label: gateway.label,
     engine: gateway.engine ?? 'default',
     reportedEngine: gateway.reportedEngine ?? null,
     pid: gateway.child.pid,

@@ -34,6 +34,8 @@ export interface RunRecord extends Summary {
   engine?: string;
   /** `token`: the load carried a signed token instead of the client key. */
   credential?: 'token';
+  /** `on`: the gateway counted its requests for GET /metrics (AUTH_METRICS_PORT set). */
+  metrics?: 'on';
   /** CPU seconds of the server's processes and threads, sampled before and after the run. */
   serverCpuSeconds: number;
   /** Requests the server completed: the load generator's and the parallel checker's. */
@@ -170,10 +172,11 @@ export async function runOne(tool: Tool, server: Server, round: number, ctx: Pha
   if (ctx.tag !== undefined) rec.tag = ctx.tag;
   if (server.engine !== undefined) rec.engine = server.engine;
   if (server.token !== undefined) rec.credential = 'token';
+  if (server.metricsUrl !== undefined) rec.metrics = 'on';
   const name = ctx.tag === undefined ? server.label : `${server.label}/${ctx.tag}`;
   const label = warmup ? 'warm-up' : `round ${round + 1}`;
   console.log(
-    `  ${tool.padEnd(10)} ${name.padEnd(9)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
+    `  ${tool.padEnd(10)} ${name.padEnd(11)} ${label.padEnd(8)} ${Math.round(rec.rps).toString().padStart(7)} req/s` +
       `  p50 ${rec.latency.p50.toFixed(2)}  p99 ${rec.latency.p99.toFixed(2)}  p99.9 ${rec.latency.p999.toFixed(2)} ms` +
       `  cpu server ${rec.serverCores.toFixed(2)} load ${rec.loadCores.toFixed(2)} other ${rec.otherCores.toFixed(2)}` +
       `  ${rec.cpuPerRequestUs.toFixed(1)} µs/req` +

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { labelOf, printComparisons, type Comparisons } from './engines.ts';
 import type { RunRecord, Tool } from './phases.ts';
 import { summarise, summaryRow, table, SUMMARY_HEADER, type Summary } from './stats.ts';
+import { printMetrics, type MetricsSection } from './metrics-run.ts';
 import { printToken, type TokenSection } from './token.ts';
 
 export interface ToolSummary {
@@ -34,9 +35,13 @@ export interface Report {
   engines?: Comparisons;
   /** `npm run bench`: the uws gateway loaded with a signed token, and token/key CPU per request. */
   token?: TokenSection;
+  /** `npm run bench`: a uws gateway with metrics on, metrics on/off CPU per request and its request counter. */
+  metrics?: MetricsSection;
 }
 
 export interface GatewayInfo {
+  /** How its runs are labelled (`uws`, `node`, `uws+metrics`). */
+  label: string;
   /** AUTH_HTTP_ENGINE it was started with. */
   engine: string;
   /** What its start-up log or GET /version says it runs; null: it does not say. */
@@ -79,10 +84,11 @@ export function loadFailures(runs: RunRecord[]): string[] {
   return out;
 }
 
-/** Bare against the gateway runs of `tool` loaded with the key (those of `engine` only, when given). */
+/** Bare against the gateway runs of `tool` loaded with the key, metrics off (those of `engine` only, when given). */
 export function summariseTool(runs: RunRecord[], tool: Tool, engine?: string): ToolSummary | undefined {
   const measured = runs.filter((r) => r.tool === tool && !r.warmup);
-  const gw = measured.filter((r) => r.target === 'gateway' && r.credential === undefined && (engine === undefined || r.engine === engine));
+  const plain = (r: RunRecord): boolean => r.credential === undefined && r.metrics === undefined;
+  const gw = measured.filter((r) => r.target === 'gateway' && plain(r) && (engine === undefined || r.engine === engine));
   const bare = measured.filter((r) => r.target === 'bare');
   if (gw.length === 0 || bare.length === 0) return undefined;
   const gateway = summarise(gw);
@@ -95,6 +101,7 @@ export function printSummary(report: Report): void {
     printComparisons(report.engines);
     printCpuNote();
     printToken(report.token);
+    printMetrics(report.metrics);
     return;
   }
   const rows = [SUMMARY_HEADER];

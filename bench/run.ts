@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: has_permission throughput, latency and CPU per request of the real gateway on
- * each HTTP engine (AUTH_HTTP_ENGINE: uws, node), and of the uws gateway with a signed token
- * instead of the key, against a bare uWebSockets.js ceiling, with autocannon and (when installed)
+ * each HTTP engine (AUTH_HTTP_ENGINE: uws, node), of the uws gateway with a signed token instead
+ * of the key, and of a uws gateway with metrics on, against a bare uWebSockets.js ceiling, with
+ * autocannon and (when installed)
  * wrk, in one run. Seeds a deterministic data set, checks answers against an in-bench model before
  * and during the load, and fails (exit 1) on any wrong answer, whatever the speed. See
  * bench/README.md.
@@ -13,12 +14,13 @@ import { join } from 'node:path';
 import { RbacClient } from '../src/client/index.ts';
 import { loadConfig, type BenchConfig } from './config.ts';
 import { generate, probes, writeCount, type Dataset, type Probe } from './dataset.ts';
-import { compareEngines, labelOf } from './engines.ts';
+import { compareEngines, labelOf, metricsLabel, tokenLabel, type Variant } from './engines.ts';
 import { describe, engineProblems, snapshot, sqliteFile, startEngine } from './gateways.ts';
 import { runRounds, type PhaseContext, type Tool } from './phases.ts';
 import { checkAnswers, datasetInfo, rawAnswer, seedDataset } from './prepare.ts';
 import { backgroundCores, installCleanup, pinSelf, runMain, timeLimit } from './procs.ts';
 import { loadFailures, newReport, printSummary, summariseTool, writeReport, type Report } from './report.ts';
+import { metricsBaseline, metricsPlan, noteMetricsRatio, startMetricsGateway, verifyCounter, type MetricsPlan } from './metrics-run.ts';
 import { ROOT, startBare, type Server } from './servers.ts';
 import { noteTokenRatio, prepareToken, tokenEnv, tokenPlan, type TokenPlan } from './token.ts';
 
@@ -35,9 +37,17 @@ interface Bench {
   sample: Probe[];
   /** The gateway loaded with a token too (its engine, and the secret every gateway gets), or why none. */
   token: TokenPlan;
+  /** The engine of the gateway run a second time with metrics on, or why none. */
+  metrics: MetricsPlan;
 }
 
-const tokenEngine = (b: Bench): string | undefined => ('engine' in b.token ? b.token.engine : undefined);
+/** The servers compared with their engine's plain gateway: `uws+token`, `uws+metrics`. */
+function variants(b: Bench): Variant[] {
+  const out: Variant[] = [];
+  if ('engine' in b.token) out.push({ label: tokenLabel(b.token.engine), engine: b.token.engine });
+  if ('engine' in b.metrics) out.push({ label: metricsLabel(b.metrics.engine), engine: b.metrics.engine });
+  return out;
+}
 
 /** Seeds the first gateway and checks it; the revision after seeding, or undefined on a failure. */
 async function prepare(b: Bench, gateway: Server): Promise<number | undefined> {
@@ -94,10 +104,34 @@ async function startToken(b: Bench, gateways: Server[], revision: number): Promi
   return server;
 }
 
-/** `servers` with the token's server right after the gateway it shares. */
-function withToken(servers: Server[], token: Server | undefined): Server[] {
-  if (token === undefined) return servers;
-  return servers.flatMap((s) => (s.name === 'gateway' && s.token === undefined && s.engine === token.engine ? [s, token] : [s]));
+/**
+ * A gateway of the metrics plan's engine with metrics on, on its own snapshot of the seeded file
+ * (added to `gateways`, which are stopped at the end), its answers and its counter checked; a
+ * failure goes to the report, a skipped plan is only noted.
+ */
+async function startMetrics(b: Bench, dir: string, revision: number, gateways: Server[]): Promise<void> {
+  if ('skipped' in b.metrics) {
+    console.log(`note: metrics run skipped: ${b.metrics.skipped}`);
+    b.report.metrics = { skipped: b.metrics.skipped };
+    return;
+  }
+  const { engine } = b.metrics;
+  const file = sqliteFile(dir, metricsLabel(engine));
+  await snapshot(sqliteFile(dir, b.cfg.engines[0] ?? ''), file);
+  const gateway = await startMetricsGateway(b.cfg, engine, file, tokenEnv(b.token));
+  gateways.push(gateway);
+  if (!(await check(b, gateway, revision))) return;
+  b.report.failures.push(...engineProblems([gateway]));
+  const section = await metricsBaseline(gateway, b.sample.length, b.report.failures);
+  if (section !== undefined) b.report.metrics = section;
+}
+
+/** The load order: bare and each plain gateway, its variants (token, then metrics) right after it. */
+function loadOrder(servers: Server[], token: Server | undefined): Server[] {
+  const isVariant = (s: Server): boolean => s.token !== undefined || s.metricsUrl !== undefined;
+  const extra = [token, ...servers].filter((s): s is Server => s !== undefined && isVariant(s));
+  const plain = servers.filter((s) => !isVariant(s));
+  return plain.flatMap((s) => (s.name === 'gateway' ? [s, ...extra.filter((v) => v.engine === s.engine)] : [s]));
 }
 
 /** The bare server, answering bodies captured from `gateway` (same size, same headers). */
@@ -135,10 +169,11 @@ async function measure(b: Bench, tool: Tool, servers: Server[], ctx: PhaseContex
   report.runs.push(...(await runRounds(tool, servers, ctx)));
   const s = summariseTool(report.runs, tool, cfg.engines[0]);
   if (s !== undefined) report.summary[tool] = s;
-  const c = compareEngines(report.runs, tool, cfg.engines, tokenEngine(b));
+  const c = compareEngines(report.runs, tool, cfg.engines, variants(b));
   if (c === undefined) return;
   (report.engines ??= {})[tool] = c;
   noteTokenRatio(report.token, tool, c);
+  noteMetricsRatio(report.metrics, tool, c);
 }
 
 async function load(b: Bench, servers: Server[], ctx: PhaseContext): Promise<void> {
@@ -157,6 +192,7 @@ async function load(b: Bench, servers: Server[], ctx: PhaseContext): Promise<voi
     report.summary.wrk = { skipped: why };
     (report.engines ??= {}).wrk = { skipped: why };
     noteTokenRatio(report.token, 'wrk', { skipped: why });
+    noteMetricsRatio(report.metrics, 'wrk', { skipped: why });
   }
   report.failures.push(...loadFailures(report.runs));
   noteDisturbed(report);
@@ -179,9 +215,10 @@ function noteDisturbed(report: Report): void {
 
 /** Seconds the whole run may take before it is stopped as stuck. */
 function timeLimitS(cfg: BenchConfig): number {
-  const servers = cfg.engines.length + (cfg.token ? 2 : 1);
+  const gateways = cfg.engines.length + (cfg.metrics ? 1 : 0);
+  const servers = gateways + (cfg.token ? 2 : 1);
   const perTool = servers * (cfg.rounds * (cfg.durationS + 10) + cfg.warmupS + 10);
-  return 120 + cfg.seedTimeoutS + 90 * cfg.engines.length + 2 * perTool + 120;
+  return 120 + cfg.seedTimeoutS + 90 * gateways + 2 * perTool + 120;
 }
 
 async function main(): Promise<number> {
@@ -199,9 +236,10 @@ async function main(): Promise<number> {
   const { pin: _pin, ...printable } = cfg;
   const report = newReport({ ...printable, pin: cfg.pin ?? 'off' }, info);
   const token = tokenPlan(cfg);
-  const tokenNote = 'engine' in token ? `; token: ${token.engine}` : '';
-  console.log(`data set: ${JSON.stringify(info)}; engines: ${cfg.engines.join(', ')}${tokenNote}`);
-  const b: Bench = { cfg, ds, report, key: randomUUID(), sample: probes(ds, cfg.correctnessSample, cfg.seed + 1), token };
+  const metrics = metricsPlan(cfg);
+  const notes = ('engine' in token ? `; token: ${token.engine}` : '') + ('engine' in metrics ? `; metrics on: ${metrics.engine}` : '');
+  console.log(`data set: ${JSON.stringify(info)}; engines: ${cfg.engines.join(', ')}${notes}`);
+  const b: Bench = { cfg, ds, report, key: randomUUID(), sample: probes(ds, cfg.correctnessSample, cfg.seed + 1), token, metrics };
 
   const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
   const servers: Server[] = [];
@@ -214,11 +252,14 @@ async function main(): Promise<number> {
     if (report.failures.length > 0) return finish(report);
     const tokenServer = await startToken(b, servers, revision);
     if (report.failures.length > 0) return finish(report);
+    await startMetrics(b, dir, revision, servers);
+    if (report.failures.length > 0) return finish(report);
 
     const urls = probes(ds, cfg.loadUrls, cfg.seed + 2);
     const bare = await startCeiling(b, first, urls, revision);
     servers.unshift(bare);
-    await load(b, withToken(servers, tokenServer), phaseContext(b, urls, revision));
+    await load(b, loadOrder(servers, tokenServer), phaseContext(b, urls, revision));
+    await verifyCounter(report.metrics, report.runs, report.failures);
     return finish(report);
   } finally {
     for (const s of servers) await s.stop();

@@ -13,7 +13,7 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 export interface Server {
   name: 'gateway' | 'bare';
-  /** How runs print and record it: `bare`, `gateway`, or the engine it was asked for (`uws`, `node`). */
+  /** How runs print and record it: `bare`, `gateway`, the engine it was asked for (`uws`, `node`), or a variant (`uws+metrics`). */
   label: string;
   /** The AUTH_HTTP_ENGINE it was started with; absent: the server's default. */
   engine?: string;
@@ -23,6 +23,8 @@ export interface Server {
   baseUrl: string;
   /** Bearer credential to load it with instead of the phase's key: a signed token. */
   token?: string;
+  /** Its GET /metrics (the gateway's primary, on AUTH_METRICS_PORT); absent: metrics off. */
+  metricsUrl?: string;
   stop(): Promise<void>;
 }
 
