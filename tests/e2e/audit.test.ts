@@ -15,6 +15,7 @@ import Database from 'better-sqlite3';
 import { RbacClient, type ApiResult, type PageOptions } from '../../src/client/index.ts';
 import { TIMESTAMP_RE } from '../helpers/contract.ts';
 import { decodeJwt } from '../helpers/jwt.ts';
+import type { AuditRow } from '../../src/client/index.ts';
 import { rememberSecret, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 
 const ON_POSTGRES = process.env.AUTH_TEST_DATABASE === 'postgresql';
@@ -23,17 +24,7 @@ const SECRET = randomBytes(36).toString('base64url');
 /** How long a row recorded after its answer may take to show (batched, ~50 ms on an idle server). */
 const AFTER_ANSWER_MS = 2000;
 
-interface AuditItem {
-  id: number;
-  timestamp: string;
-  action: string;
-  resource: string;
-  status: number;
-  revision?: number;
-  credential: string;
-  request_id: string;
-  ip: string;
-}
+type AuditItem = AuditRow;
 
 let server: RunningServer;
 /** The same service with AUTH_AUDIT_CHECKS=true and without a token secret. */
