@@ -1,6 +1,6 @@
 import cluster from 'node:cluster';
 import { ConfigError, loadConfig, redactedConfig, type Config } from './config/index.ts';
-import { createLogger } from './log/index.ts';
+import { createLogger, type Logger } from './log/index.ts';
 
 let config: Config;
 try {
@@ -17,14 +17,25 @@ if (cluster.isPrimary && process.argv.includes('--check-config')) {
   process.exit(0);
 }
 
+/** A crash is one JSON line like every other event (then exit code 1, as Node's own handling gives). */
+function logCrashes(log: Logger): void {
+  if (!log.enabled('error')) return;
+  process.on('uncaughtException', (err: unknown) => {
+    log.error('uncaught exception; exiting', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    process.exit(1);
+  });
+}
+
 // Each process loads only its own side: the primary never needs the HTTP, cache and store code,
 // nor a worker the supervisor's (start-up time is module loading, mostly).
 if (cluster.isPrimary) {
   const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'primary' });
+  logCrashes(log);
   const { runPrimary } = await import('./primary/index.ts');
   process.exit(await runPrimary(config, log));
 } else {
   const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'worker', worker: cluster.worker?.id });
+  logCrashes(log);
   const { runWorkerProcess } = await import('./worker/index.ts');
   await runWorkerProcess(config, log);
 }

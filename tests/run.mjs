@@ -32,6 +32,7 @@ const files = [
   'tests/unit/store/resilience.test.ts',
   'tests/e2e/instances.test.ts',
   'tests/e2e/outage.test.ts',
+  'tests/e2e/operations.test.ts',
   'tests/e2e/metrics.test.ts',
   'tests/unit/crypto/field-cipher.test.ts',
   'tests/e2e/tokens.test.ts',

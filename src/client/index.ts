@@ -190,8 +190,9 @@ export class RbacClient {
   health(): Promise<ApiResult<never>> {
     return this.request('GET', '/health');
   }
-  ready(): Promise<ApiResult<never>> {
-    return this.request('GET', '/ready');
+  /** 200 `ready` or `degraded`, 503 `draining`; `strict`: 503 whenever degraded too. */
+  ready(strict = false): Promise<ApiResult<never>> {
+    return this.request('GET', strict ? '/ready?strict=1' : '/ready');
   }
   openapi(): Promise<ApiResult<never>> {
     return this.request('GET', '/openapi.json');

@@ -30,6 +30,7 @@ function allowed(p: PropSchema): string {
   if (p.enum) return `one of ${p.enum.join(', ')}`;
   if (p.type === 'boolean') return 'true or false';
   if (p.type === 'integer') return `an integer from ${p.minimum} to ${p.maximum}`;
+  if (p.type === 'number') return `a number from ${p.minimum} to ${p.maximum}`;
   if (p.pattern) return `a string matching ${p.pattern}`;
   if (p.minLength !== undefined && p.minLength > 1) return `a string of at least ${p.minLength} characters`;
   return 'a non-empty string';
@@ -38,6 +39,7 @@ function allowed(p: PropSchema): string {
 function parseValue(raw: unknown, p: PropSchema): unknown {
   if (typeof raw !== 'string') return raw; // from a JSON config file: typed already
   if (p.type === 'integer') return /^-?\d+$/.test(raw.trim()) ? Number(raw.trim()) : raw;
+  if (p.type === 'number') return /^-?(\d+\.?\d*|\.\d+)$/.test(raw.trim()) ? Number(raw.trim()) : raw;
   if (p.type === 'boolean') {
     const v = raw.trim().toLowerCase();
     return v === 'true' || v === '1' ? true : v === 'false' || v === '0' ? false : raw;

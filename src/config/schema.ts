@@ -36,6 +36,8 @@ export const configSchema = {
     AUTH_REVALIDATE_MS: { type: 'integer', minimum: 100, maximum: 3600000, default: 2000 },
     AUTH_HTTP_ENGINE: { type: 'string', enum: ['auto', 'uws', 'node'], default: 'auto' },
     AUTH_AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
+    AUTH_SHUTDOWN_DELAY_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 0 },
+    AUTH_ACCESS_LOG_SAMPLE: { type: 'number', minimum: 0, maximum: 1, default: 0 },
   },
 } as const;
 
@@ -80,4 +82,11 @@ export interface Config {
   readonly AUTH_HTTP_ENGINE: 'auto' | 'uws' | 'node';
   /** Audit rows older than this many days are deleted; 0 keeps them forever. */
   readonly AUTH_AUDIT_RETENTION_DAYS: number;
+  /**
+   * After SIGTERM/SIGINT, how long the instance keeps serving (with `/ready` answering 503
+   * `draining`) before it stops accepting connections: time for load balancers to take it out.
+   */
+  readonly AUTH_SHUTDOWN_DELAY_MS: number;
+  /** Share of `/api` requests written to the access log (0 to 1; 0: none). */
+  readonly AUTH_ACCESS_LOG_SAMPLE: number;
 }

@@ -12,6 +12,21 @@ export class Drain {
   /** Requests received so far; shutdown waits until it stops moving. */
   #served = 0;
   #inFlight = 0;
+  #draining = false;
+
+  /** Whether shutdown has begun: `/ready` then answers 503 `draining`. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /**
+   * Shutdown has begun, serving goes on: `/ready` says `draining` (load balancers take the
+   * instance out) and every answer closes its connection, so that clients reconnect elsewhere.
+   */
+  begin(): void {
+    this.#draining = true;
+    closeConnectionsAfterReply();
+  }
 
   /**
    * Wraps a handler so that its request counts, and so that a bug in its synchronous part goes
@@ -39,8 +54,8 @@ export class Drain {
   /** Stops accepting, waits for requests in flight (at most `graceMs`), then closes connections. */
   close(listener: Listener, graceMs: number): Promise<void> {
     return new Promise<void>((done) => {
+      this.begin();
       listener.stopAccepting();
-      closeConnectionsAfterReply();
       const deadline = Date.now() + graceMs;
       let seen = -1;
       // Requests already sent on open connections are still read and answered: connections

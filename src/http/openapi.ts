@@ -51,6 +51,13 @@ function responsesOf(r: Route): Record<string, object> {
   return responses;
 }
 
+/** `GET /ready`: `degraded` names the dependencies that are down (`database`, `redis`). */
+const READY_BODY = {
+  type: 'object',
+  required: ['status'],
+  properties: { status: { enum: ['ready', 'degraded', 'draining'] }, degraded: { type: 'array', items: { enum: ['database', 'redis'] } } },
+};
+
 /** The routes outside /api: no credential. */
 const PLAIN_PATHS: Record<string, Record<string, object>> = {
   '/ping': {
@@ -66,10 +73,11 @@ const PLAIN_PATHS: Record<string, Record<string, object>> = {
   '/ready': {
     get: {
       operationId: 'ready',
-      summary: 'The database answers and migrations are applied',
+      summary: 'Readiness: 503 while draining; 200 ready, or 200 degraded naming the dependencies down (503 with strict=1)',
+      parameters: [{ name: 'strict', in: 'query', required: false, description: '1: answer 503 whenever degraded', schema: { type: 'string', enum: ['1', 'true'] } }],
       responses: {
-        200: plainJson('ready', { type: 'object', properties: { status: { const: 'ready' } } }),
-        503: plainJson('not ready', { type: 'object', properties: { status: { type: 'string' }, missing: { type: 'array', items: { type: 'string' } } } }),
+        200: plainJson('ready or degraded', READY_BODY),
+        503: plainJson('draining, or degraded with strict=1', READY_BODY),
       },
     },
   },

@@ -1,6 +1,7 @@
 import { BUILD } from '../config/build.ts';
 import { timestamp } from '../time/index.ts';
 import type { Backend } from './backend.ts';
+import type { Drain } from './drain.ts';
 import type { EngineName, EngineRequest, EngineResponse, Handler } from './engine/port.ts';
 import { buildOpenApi } from './openapi.ts';
 import { corked, send } from './reply.ts';
@@ -9,7 +10,7 @@ import type { RouteTable } from './route-table.ts';
 import { ROUTES } from './routes/index.ts';
 
 /** The unauthenticated routes: liveness (/ping, /health), readiness, the build and the API's description. */
-export function registerPlainRoutes(routes: RouteTable, responder: Responder, backend: Backend, engine: EngineName): void {
+export function registerPlainRoutes(routes: RouteTable, responder: Responder, backend: Backend, engine: EngineName, drain: Drain): void {
   const fixedBody = (body: string): Handler => (res, req) => send(responder.target(res, req, ''), responder.cors, 200, body, undefined);
   routes.on('GET', '/ping', (res, req) =>
     send(responder.target(res, req, ''), responder.cors, 200, `{"message":"pong","status":"ok","timestamp":"${timestamp()}"}`, undefined),
@@ -18,7 +19,7 @@ export function registerPlainRoutes(routes: RouteTable, responder: Responder, ba
   routes.on('GET', '/health', fixedBody('{"status":"ok"}'));
   routes.on('GET', '/openapi.json', fixedBody(JSON.stringify(buildOpenApi(ROUTES))));
   routes.on('GET', '/version', fixedBody(JSON.stringify({ name: BUILD.name, version: BUILD.version, node: process.version, engine })));
-  routes.on('GET', '/ready', (res, req) => ready(responder, backend, res, req));
+  routes.on('GET', '/ready', (res, req) => ready(responder, backend, drain, res, req));
 }
 
 function pingHead(responder: Responder, res: EngineResponse, req: EngineRequest): void {
@@ -32,16 +33,29 @@ function pingHead(responder: Responder, res: EngineResponse, req: EngineRequest)
   res.endWithoutBody();
 }
 
-/** 200 when every dependency is ready, else 503 naming the missing ones. */
-function ready(responder: Responder, backend: Backend, res: EngineResponse, req: EngineRequest): void {
+const DRAINING = '{"status":"draining"}';
+const RETRY: ReadonlyArray<readonly [string, string]> = [['Retry-After', '1']];
+
+/**
+ * Readiness (CONTRACT.md §7): 503 `draining` from shutdown on; else 200 `ready`, or 200 `degraded`
+ * naming what is down (`database`: cached clients are still answered; `redis`: the revalidation
+ * holds), so that a shared dependency's outage does not take every instance out of a load
+ * balancer. `?strict=1` answers 503 whenever degraded.
+ */
+function ready(responder: Responder, backend: Backend, drain: Drain, res: EngineResponse, req: EngineRequest): void {
   const t = responder.target(res, req, '');
+  if (drain.draining) return send(t, responder.cors, 503, DRAINING, undefined, RETRY);
+  const strict = req.getQuery('strict');
+  const strictly = strict === '1' || strict === 'true';
   res.onAborted(() => (t.aborted = true));
   void backend
     .notReady()
     .catch(() => ['database'])
-    .then((missing) => {
-      const status = missing.length === 0 ? 200 : 503;
-      const body = missing.length === 0 ? '{"status":"ready"}' : JSON.stringify({ status: 'not ready', missing });
-      corked(t, () => send(t, responder.cors, status, body, undefined, status === 503 ? [['Retry-After', '1']] : undefined));
+    .then((degraded) => {
+      // Shutdown may have begun while the dependencies were asked.
+      if (drain.draining) return corked(t, () => send(t, responder.cors, 503, DRAINING, undefined, RETRY));
+      const status = degraded.length > 0 && strictly ? 503 : 200;
+      const body = degraded.length === 0 ? '{"status":"ready"}' : JSON.stringify({ status: 'degraded', degraded });
+      corked(t, () => send(t, responder.cors, status, body, undefined, status === 503 ? RETRY : undefined));
     });
 }

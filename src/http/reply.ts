@@ -3,6 +3,7 @@ import type { EngineResponse as HttpResponse } from './engine/port.ts';
 import { STATUS_TEXT, type AppError } from '../errors/index.ts';
 import { timestamp } from '../time/index.ts';
 import { NO_REQUEST_METRICS, type RequestMetrics } from '../metrics/requests.ts';
+import { logAccess } from '../log/access.ts';
 
 /** What every reply needs to know about its request, read before the engine's request object dies. */
 export interface ReplyTarget {
@@ -96,6 +97,7 @@ export function send(
   if (t.audit !== undefined) t.audit.replied(status);
   const series = t.series ?? -1;
   if (series >= 0) requestMetrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
+  logAccess(series, status, t.startedAt, t.requestId);
   res.writeStatus(STATUS_LINE[status] ?? String(status));
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);

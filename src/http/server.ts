@@ -1,6 +1,8 @@
 import type { TenantCache } from '../cache/index.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
+import { sampleAccessLog } from '../log/access.ts';
+import { API_SERIES } from './series.ts';
 import { Answers } from './answers.ts';
 import { ApiHandler } from './api-handler.ts';
 import type { Backend } from './backend.ts';
@@ -34,6 +36,8 @@ export interface HttpDeps {
 
 export interface HttpServer {
   readonly port: number;
+  /** Shutdown has begun: `/ready` answers 503 `draining` and answers close their connections; serving goes on. */
+  drain(): void;
   /** Stops accepting, waits for requests in flight (at most `graceMs`), then closes connections. */
   close(graceMs: number): Promise<void>;
 }
@@ -50,6 +54,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     deps.metrics,
   );
   countAnswersIn(deps.metrics);
+  sampleAccessLog(config.AUTH_ACCESS_LOG_SAMPLE, API_SERIES, deps.log);
   const drain = new Drain();
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
@@ -68,8 +73,8 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const app = deps.engine.createApp();
   const routes = new RouteTable(app, drain, responder);
   for (const route of ROUTES) routes.on(route.method, route.path, api.forRoute(route));
-  registerPlainRoutes(routes, responder, backend, deps.engine.name);
+  registerPlainRoutes(routes, responder, backend, deps.engine.name, drain);
   routes.finish();
   const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);
-  return { port: listener.port, close: (graceMs) => drain.close(listener, graceMs) };
+  return { port: listener.port, drain: () => drain.begin(), close: (graceMs) => drain.close(listener, graceMs) };
 }

@@ -8,18 +8,50 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Whether lines of `level` are written (so that a caller can skip building them). */
+  enabled(level: Exclude<LogLevel, 'silent'>): boolean;
 }
 
+let stdoutGuarded = false;
+
+/**
+ * A closed stdout (the log collector went away) must not take the service down: a write to it
+ * fails with EPIPE, which unheard would be an uncaught 'error' event. Such lines are lost.
+ */
+function guardStdout(): void {
+  if (stdoutGuarded) return;
+  stdoutGuarded = true;
+  process.stdout.on('error', () => undefined);
+}
+
+/**
+ * A logger writing `{"level","time","msg",…base,…fields}` lines. `level`, `time` and `msg` cannot
+ * be overridden by fields; fields that cannot be serialised (a cycle, a bigint) leave a line that
+ * says so instead of throwing into the caller.
+ */
 export function createLogger(level: LogLevel, base: Record<string, unknown> = {}): Logger {
   const min = RANK[level];
+  if (min < RANK.silent) guardStdout();
   const write = (lvl: Exclude<LogLevel, 'silent'>, msg: string, fields?: Record<string, unknown>): void => {
     if (RANK[lvl] < min) return;
-    process.stdout.write(`${JSON.stringify({ level: lvl, time: new Date().toISOString(), msg, ...base, ...fields })}\n`);
+    const time = new Date().toISOString();
+    let line: string;
+    try {
+      const entry: Record<string, unknown> = { level: lvl, time, msg, ...base, ...fields };
+      entry.level = lvl;
+      entry.time = time;
+      entry.msg = msg;
+      line = JSON.stringify(entry);
+    } catch (err) {
+      line = JSON.stringify({ level: lvl, time, msg, ...base, log_error: `fields not serialisable: ${err instanceof Error ? err.message : String(err)}` });
+    }
+    process.stdout.write(`${line}\n`);
   };
   return {
     debug: (m, f) => write('debug', m, f),
     info: (m, f) => write('info', m, f),
     warn: (m, f) => write('warn', m, f),
     error: (m, f) => write('error', m, f),
+    enabled: (lvl) => RANK[lvl] >= min,
   };
 }

@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.ts';
+import { redactedConfig, type Config } from '../config/index.ts';
 import { chooseEngine, EngineUnavailable, type Engine } from '../http/engine/index.ts';
 import type { Logger } from '../log/index.ts';
 import { ChangeHub } from './hub.ts';
@@ -20,6 +20,8 @@ const ACK_TIMEOUT_MS = 2000;
 export async function runPrimary(config: Config, log: Logger): Promise<number> {
   const engine = engineOrExplain(config);
   if (engine === undefined) return 2;
+  // Once per start: what runs, with which settings (secrets shown as `[redacted]`).
+  log.info('starting', { name: BUILD.name, version: BUILD.version, node: process.version, engine: engine.name, config: redactedConfig(config) });
   log.info('http engine', { engine: engine.name, reason: engine.reason });
   engine.prepareCluster();
   const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log, !config.AUTH_ENABLE_ENCRYPTION);
@@ -27,8 +29,8 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   const metrics = new PrimaryMetrics({ version: BUILD.version, node: process.version, engine: engine.name });
   const supervisor = new Supervisor(config, log, engine.name, relay, { scrape, restarted: () => metrics.restarted() });
   if (!(await serveMetrics(config, log, metrics, scrape))) return 2;
-  process.on('SIGTERM', () => supervisor.stop(0));
-  process.on('SIGINT', () => supervisor.stop(0));
+  process.on('SIGTERM', () => supervisor.drainThenStop());
+  process.on('SIGINT', () => supervisor.drainThenStop());
   const { AUTH_SERVER_HOST: host, AUTH_SERVER_PORT: port } = config;
   portIsFree(host, port).then(
     () => supervisor.start(),

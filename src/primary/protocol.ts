@@ -4,7 +4,8 @@ import type { MetricJson } from '../metrics/requests.ts';
 /**
  * The whole worker ↔ primary IPC protocol: the change fan-out's messages (invalidation/) and the
  * supervisor's own, here: a worker is listening (`ready`) or cannot start (`fatal`); the primary
- * asks it to stop (`shutdown`) and reports the instance's Redis subscription (`redis`).
+ * tells it that shutdown has begun (`drain`), asks it to stop (`shutdown`) and reports the
+ * instance's Redis subscription (`redis`).
  */
 export type ToPrimary =
   | ChangeToPrimary
@@ -18,6 +19,8 @@ export type ToWorker =
   | ChangeToWorker
   /** Whether the instance's Redis subscription is live (sent on join and on every change). */
   | { readonly t: 'redis'; readonly subscribed: boolean }
+  /** Shutdown has begun: answer /ready with 503 `draining`, go on serving until `shutdown`. */
+  | { readonly t: 'drain' }
   | { readonly t: 'shutdown' }
   /** A scrape: answer with a `metrics` message of the same id. */
   | { readonly t: 'metrics'; readonly id: number };

@@ -39,6 +39,8 @@ export class Supervisor {
   #restarts = 0;
   #backoffMs = 0;
   #exitCode = 0;
+  /** Set from SIGTERM/SIGINT to the end of AUTH_SHUTDOWN_DELAY_MS (see {@link drainThenStop}). */
+  #drainTimer: NodeJS.Timeout | undefined;
   #finish: (code: number) => void = () => undefined;
   /** Resolves with the process exit code once the workers stopped. */
   readonly done = new Promise<number>((resolve) => (this.#finish = resolve));
@@ -52,15 +54,31 @@ export class Supervisor {
     cluster.on('exit', (w, code, signal) => this.#exited(w, code, signal));
   }
 
-  /** Forks every worker, unless the service is already stopping. */
+  /** Forks every worker, unless the service is already stopping (or draining). */
   start(): void {
-    if (this.#phase !== 'stopping') for (let i = 0; i < this.#config.AUTH_WORKERS; i++) this.#fork();
+    if (this.#phase !== 'stopping' && this.#drainTimer === undefined) for (let i = 0; i < this.#config.AUTH_WORKERS; i++) this.#fork();
+  }
+
+  /**
+   * SIGTERM/SIGINT: every worker answers `/ready` with 503 `draining` at once and goes on serving
+   * for AUTH_SHUTDOWN_DELAY_MS (load balancers take the instance out meanwhile), then everything
+   * stops as in {@link stop}. A second signal during the delay stops at once.
+   */
+  drainThenStop(): void {
+    if (this.#phase === 'stopping') return;
+    const delayMs = this.#config.AUTH_SHUTDOWN_DELAY_MS;
+    const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    if (this.#drainTimer !== undefined || delayMs === 0 || alive.length === 0) return this.stop(0);
+    this.#log.info('draining', { delay_ms: delayMs });
+    for (const w of alive) if (w.isConnected()) w.send({ t: 'drain' });
+    this.#drainTimer = setTimeout(() => this.stop(0), delayMs);
   }
 
   /** Asks every worker to shut down; kills those still alive after the grace period. */
   stop(code: number): void {
     if (this.#phase === 'stopping') return;
     this.#phase = 'stopping';
+    clearTimeout(this.#drainTimer);
     const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
     this.#relay.close();
     if (alive.length === 0) return this.#finish(code);
@@ -124,12 +142,19 @@ export class Supervisor {
       if (Object.keys(cluster.workers ?? {}).length === 0) this.#finish(this.#exitCode);
       return;
     }
+    if (this.#drainTimer !== undefined) {
+      // The instance is going away: a worker that stopped (signalled itself) is not replaced.
+      if (code === 0) this.#log.debug('worker stopped while draining', { worker: w.id });
+      else this.#log.warn('worker exited while draining; not replaced', { worker: w.id, pid: w.process.pid, code, signal });
+      if (Object.keys(cluster.workers ?? {}).length === 0) this.stop(0);
+      return;
+    }
     this.#restarts++;
     this.#hooks.restarted();
     this.#backoffMs = lived > STABLE_MS ? 0 : Math.min(MAX_BACKOFF_MS, Math.max(100, this.#backoffMs * 2));
     this.#log.warn('worker exited; replacing it', { worker: w.id, pid: w.process.pid, code, signal, restarts: this.#restarts, backoff_ms: this.#backoffMs });
     setTimeout(() => {
-      if (this.#phase !== 'stopping') this.#fork();
+      if (this.#phase !== 'stopping' && this.#drainTimer === undefined) this.#fork();
     }, this.#backoffMs);
   }
 }

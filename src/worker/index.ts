@@ -27,6 +27,8 @@ const GRACE_MS = 10_000;
 
 export interface RunningWorker {
   readonly port: number;
+  /** Shutdown has begun: `/ready` answers 503 `draining` while everything is still served. */
+  drain(): void;
   /** Graceful stop: no new connections, requests in flight finish (at most `graceMs`), store closed. */
   stop(graceMs: number): Promise<void>;
 }
@@ -58,7 +60,14 @@ async function startWorker(
       });
     }
     const replay = (tenant: TenantId) => (since: number) => store.changes(tenant, since, REPLAY_LIMIT);
-    const revalidator = startRevalidation(cache, store, replay, config.AUTH_REVALIDATE_MS, log);
+    // What revalidation replays was missed by the messages (Redis down or a message lost): its
+    // delay, from the changelog's commit time, is the backstop's invalidation delay.
+    const replayMissed = (tenant: TenantId): Replay => async (since) => {
+      const records = await store.changes(tenant, since, REPLAY_LIMIT);
+      for (const r of records) metrics?.invalidated('instance', (Date.now() - Date.parse(`${r.at.slice(0, 23)}Z`)) / 1000);
+      return records;
+    };
+    const revalidator = startRevalidation(cache, store, replayMissed, config.AUTH_REVALIDATE_MS, log);
     const pipeline = new WritePipeline(
       {
         commit: (batch) => store.writeMany(batch),
@@ -105,6 +114,7 @@ async function startWorker(
       port: server.port,
       metrics,
       revalidate: revalidator.now,
+      drain: () => server.drain(),
       async stop(graceMs) {
         revalidator.stop();
         retention.stop();
@@ -253,9 +263,25 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
     stopAsked = reason;
     if (worker !== undefined) stopStarted(worker, reason, log);
   };
+  let draining = false;
+  const drain = (): void => {
+    if (draining) return;
+    draining = true;
+    worker?.drain();
+  };
   process.on('message', (m: unknown) => {
     if (isToWorker(m) && m.t === 'shutdown') stop('shutdown');
+    else if (isToWorker(m) && m.t === 'drain') drain();
   });
+  // A signal sent to the worker itself (a kill of the whole process group) is carried out as the
+  // primary carries out its own: draining at once, stopping after AUTH_SHUTDOWN_DELAY_MS. A
+  // second signal stops at once.
+  let signals = 0;
+  const signalled = (signal: string): void => {
+    if (++signals > 1 || config.AUTH_SHUTDOWN_DELAY_MS === 0) return stop(signal);
+    drain();
+    setTimeout(() => stop(signal), config.AUTH_SHUTDOWN_DELAY_MS);
+  };
   let metrics: WorkerMetrics | undefined;
   process.on('message', (m: unknown) => {
     if (!isToWorker(m) || m.t !== 'metrics' || metrics === undefined) return;
@@ -265,8 +291,8 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
       (err: unknown) => log.warn('metrics snapshot failed', { error: err instanceof Error ? err.message : String(err) }),
     );
   });
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => signalled('SIGTERM'));
+  process.on('SIGINT', () => signalled('SIGINT'));
   process.on('disconnect', () => {
     log.warn('primary is gone; exiting');
     process.exit(1);
@@ -285,6 +311,7 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
     return;
   }
   if (stopAsked !== undefined) return stopStarted(worker, stopAsked, log);
+  if (draining) worker.drain();
   tell({ t: 'ready', port: worker.port });
   log.debug('worker ready', { port: worker.port });
 }

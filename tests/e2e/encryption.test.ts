@@ -338,7 +338,8 @@ test('two instances on one PostgreSQL and Redis: a write on one is seen on the o
   const env = { ...db.env, ...ENCRYPTED, AUTH_REDIS_URL: REDIS_URL, AUTH_REVALIDATE_MS: '60000' };
   const [a, b] = await Promise.all([startServer({ env, startTimeoutMs: START_MS }), startServer({ env, startTimeoutMs: START_MS })]);
   t.after(() => Promise.all([a.kill(), b.kill()]).then(() => undefined));
-  const ready = async (s: RunningServer): Promise<boolean> => (await s.client().ready()).status === 200;
+  // strict: 200 only once Redis is subscribed (else 503, where the plain probe says 200 degraded).
+  const ready = async (s: RunningServer): Promise<boolean> => (await s.client().ready(true)).status === 200;
   for (let t0 = Date.now(); !((await ready(a)) && (await ready(b))); await sleep(100)) {
     if (Date.now() - t0 > 15_000) assert.fail('both instances ready (Redis subscribed) within 15 s');
   }
@@ -375,7 +376,9 @@ test('two instances on one PostgreSQL and Redis: a write on one is seen on the o
   for (const m of mine) {
     const parsed = JSON.parse(m) as Record<string, unknown>;
     assert.equal(parsed.change, undefined, `tenant and revision only: ${m}`);
-    assert.deepEqual(Object.keys(parsed).filter((k) => !['v', 'tenant', 'revision', 'from'].includes(k)), [], m);
+    // `at`: the commit time (a number), for the invalidation delay.
+    assert.deepEqual(Object.keys(parsed).filter((k) => !['v', 'tenant', 'revision', 'from', 'at'].includes(k)), [], m);
+    assert.ok(parsed.at === undefined || typeof parsed.at === 'number', m);
   }
   for (const m of heard) {
     for (const name of ['Administrators', 'alice', tag]) assert.ok(!m.includes(name), `a message on ${CHANNEL} holds '${name}': ${m}`);

@@ -48,7 +48,8 @@ async function visibleAfter(server: RunningServer, key: string, user: string, pe
 }
 
 async function ready(server: RunningServer): Promise<{ status: number; text: string }> {
-  const res = await rawRequest({ port: server.port, path: '/ready', timeoutMs: 5000 });
+  // strict: 503 while a dependency (Redis here) is down, instead of 200 degraded.
+  const res = await rawRequest({ port: server.port, path: '/ready?strict=1', timeoutMs: 5000 });
   return { status: res.status, text: res.text };
 }
 

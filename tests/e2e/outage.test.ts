@@ -2,13 +2,14 @@
  * A database outage (CONTRACT.md §7), caused for real: the service reaches PostgreSQL through a TCP
  * proxy the test cuts (every connection reset, new ones refused) and restores. Cached clients keep
  * being answered from memory, writes and uncached clients fail fast with 503 and Retry-After once
- * the circuit is open, /ready names the database, and everything recovers without a restart.
+ * the circuit is open, /ready answers 200 `degraded` naming the database (503 with ?strict=1), and
+ * everything recovers without a restart.
  * Nothing acknowledged is lost; nothing refused is applied.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { startServer } from '../helpers/server.ts';
+import { freePort, startServer } from '../helpers/server.ts';
 import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
 import { freshPostgresDatabase, requirePostgres } from '../helpers/postgres.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
@@ -24,9 +25,17 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
   const viaProxy = new URL(db.url);
   viaProxy.hostname = '127.0.0.1';
   viaProxy.port = String(proxy.port);
+  const metricsPort = await freePort();
+  /** rbac_db_circuit_state as scraped: the worst worker's (0 closed, 1 half-open, 2 open). */
+  const circuit = async (): Promise<number> => {
+    const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('rbac_db_circuit_state '));
+    return Number(line?.split(' ')[1]);
+  };
   const server = await startServer({
     startTimeoutMs: 40_000,
     env: {
+      AUTH_METRICS_PORT: String(metricsPort),
       AUTH_DATABASE_TYPE: 'postgresql',
       AUTH_POSTGRESQL_URL: viaProxy.href,
       AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS: '1000',
@@ -86,9 +95,21 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
   // An uncached client cannot be hydrated: 503, fast.
   const stranger = await get('/api/has_permission/alice/x', randomUUID());
   assert.equal(stranger.status, 503, stranger.text);
-  const ready = await rawRequest({ port, path: '/ready', timeoutMs: 10_000 });
-  assert.equal(ready.status, 503);
-  assert.match(ready.text, /database/);
+  // Readiness: degraded, not down, so that a shared database's outage does not take every
+  // instance out of its load balancer; strict readiness says 503. On every worker.
+  for (let i = 0; i < 6; i++) {
+    const ready = await rawRequest({ port, path: '/ready', timeoutMs: 10_000 });
+    assert.equal(ready.status, 200, ready.text);
+    assert.deepEqual(ready.body, { status: 'degraded', degraded: ['database'] });
+    const strict = await rawRequest({ port, path: '/ready?strict=1', timeoutMs: 10_000 });
+    assert.equal(strict.status, 503, strict.text);
+    assert.deepEqual(strict.body, { status: 'degraded', degraded: ['database'] });
+    assert.ok(strict.headers['retry-after'] !== undefined, 'Retry-After on 503');
+  }
+  // Cached clients are still answered while /ready says degraded.
+  assert.equal((await get('/api/has_permission/alice/before0')).status, 200);
+  // The circuit as Prometheus sees it: open (a half-open probe may be under way).
+  assert.ok((await circuit()) >= 1, 'rbac_db_circuit_state says open');
 
   await proxy.restore();
 
@@ -110,13 +131,18 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
   // Each worker has its own circuit: one that saw no request yet closes at its next probe, at
   // most one cool-down later. Then every worker is ready.
   const readySince = Date.now();
-  while ((await rawRequest({ port, path: '/ready', timeoutMs: 10_000 })).status !== 200) {
-    assert.ok(Date.now() - readySince < 5000, '/ready answers 200 again within a few cool-downs');
+  while ((await rawRequest({ port, path: '/ready?strict=1', timeoutMs: 10_000 })).status !== 200) {
+    assert.ok(Date.now() - readySince < 5000, '/ready?strict=1 answers 200 again within a few cool-downs');
     await sleep(100);
   }
   await sleep(1100);
-  for (let i = 0; i < 10; i++) assert.equal((await rawRequest({ port, path: '/ready', timeoutMs: 10_000 })).status, 200);
+  for (let i = 0; i < 10; i++) {
+    const ready = await rawRequest({ port, path: i % 2 === 0 ? '/ready' : '/ready?strict=1', timeoutMs: 10_000 });
+    assert.equal(ready.status, 200, ready.text);
+    assert.deepEqual(ready.body, { status: 'ready' });
+  }
   assert.equal((await get('/api/has_permission/alice/x', randomUUID())).status, 200, 'uncached clients hydrate again');
+  assert.equal(await circuit(), 0, 'rbac_db_circuit_state says closed');
 
   // Nothing acknowledged lost, nothing refused applied: on every worker.
   for (let i = 0; i < 6; i++) {
