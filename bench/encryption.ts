@@ -34,10 +34,10 @@ import type { StoreAdapter } from '../src/store/port.ts';
 import { generate, type Dataset } from './dataset.ts';
 import { runMain, timeLimit } from './procs.ts';
 import { fmtMs, median, table } from './stats.ts';
+import { ADMIN_URL, freshDatabase, withClient } from './databases.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULT_FILE = resolve(ROOT, 'bench', 'results', 'encryption-latest.json');
-const ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const KEY = 'bench-encryption-password';
 const BATCH = 2_000;
 const TIME_LIMIT_S = 600;
@@ -154,24 +154,6 @@ async function postgresMissing(): Promise<string | undefined> {
   }
 }
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
-/** A fresh database for the run; `drop` removes it. */
-async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `rbac_bench_${randomBytes(6).toString('hex')}`;
-  await withClient(ADMIN_URL, (c) => c.query(`CREATE DATABASE ${name}`));
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.href, drop: () => withClient(ADMIN_URL, async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))) };
-}
 
 /** The tenant's rows of a SQLite database, inserted into a migrated, empty PostgreSQL one. */
 async function copyTenant(sqlitePath: string, url: string, tenant: TenantId): Promise<void> {

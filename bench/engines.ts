@@ -139,3 +139,21 @@ export function printComparisons(comparisons: Comparisons): void {
   console.log('spends more CPU (all its processes and threads) per request. On a small shared machine throughput');
   console.log('ratios swing by about 10 % from run to run; cpu/request is the steadier figure.');
 }
+
+/** A gateway run beside its engine's plain one (`uws+token`, `uws+metrics`) and its CPU-per-request ratios. */
+export interface SideRun {
+  readonly label: string;
+  readonly engine: string;
+  cpuPerRequest: Partial<Record<Tool, { median: number; byRound: number[] } | { skipped: string }>>;
+}
+
+/** Records `tool`'s CPU-per-request ratio of a side run over its plain gateway, from its comparison. */
+export function noteSideRatio(section: SideRun | { skipped: string } | undefined, tool: Tool, c: EngineComparison | { skipped: string }): void {
+  if (section === undefined || 'skipped' in section) return;
+  if ('skipped' in c) {
+    section.cpuPerRequest[tool] = { skipped: c.skipped };
+    return;
+  }
+  const r = c.ratios.find((x) => x.pair === `${section.label}/${section.engine}`);
+  if (r !== undefined) section.cpuPerRequest[tool] = { median: r.cpuPerRequest, byRound: r.cpuPerRequestByRound };
+}

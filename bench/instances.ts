@@ -8,9 +8,8 @@
  *      60 s so it cannot help), and without Redis (revalidation every 2 s) as the contrast.
  * Any wrong answer fails the run (exit 1). See bench/README.md.
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import pg from 'pg';
 import { RbacClient } from '../src/client/index.ts';
 import { Churn, writeBatch, type WriteStats } from './churn.ts';
 import { loadConfig, type BenchConfig } from './config.ts';
@@ -21,30 +20,12 @@ import { installCleanup, runMain, sleep, timeLimit } from './procs.ts';
 import { machineInfo, writeReport } from './report.ts';
 import { ROOT, startGateway, type Server } from './servers.ts';
 import { fmtMs, median, Samples, table } from './stats.ts';
+import { freshDatabase } from './databases.ts';
 
-const ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const DELAY_WRITES = 300;
 const DELAY_WRITES_NO_REDIS = 20;
 
-async function admin<T>(fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  await c.connect();
-  try {
-    return await fn(c);
-  } finally {
-    await c.end();
-  }
-}
-
-/** A fresh database for the run, dropped at exit. */
-async function freshDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `rbac_bench_${randomBytes(6).toString('hex')}`;
-  await admin((c) => c.query(`CREATE DATABASE ${name}`));
-  const url = new URL(ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.href, drop: () => admin(async (c) => void (await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))) };
-}
 
 function gateway(cfg: BenchConfig, env: Record<string, string>): Promise<Server> {
   return startGateway({ entry: cfg.gatewayEntry, logLevel: cfg.gatewayLogLevel, cpus: cfg.pin === undefined ? undefined : String(cfg.pin.server), startTimeoutMs: 90_000, env });

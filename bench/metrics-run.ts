@@ -8,7 +8,7 @@
  * summed over statuses, must have grown by at least the requests completed against it meanwhile.
  */
 import type { BenchConfig } from './config.ts';
-import { labelOf, metricsLabel, type EngineComparison } from './engines.ts';
+import { labelOf, metricsLabel } from './engines.ts';
 import { startEngine } from './gateways.ts';
 import type { RunRecord, Tool } from './phases.ts';
 import { freePort } from './procs.ts';
@@ -130,17 +130,6 @@ export async function verifyCounter(section: MetricsSection | undefined, runs: R
   section.counter = { countedAfterLoad: after, countedDuringLoad: during, loadGenerators, checker, ok };
   console.log(`metrics: ${counterLine(section.counter)}`);
   if (!ok) failures.push(`${section.label}: ${COUNTER_SERIES} grew by ${during} during the load, below the ${loadGenerators + checker} requests completed (lost requests)`);
-}
-
-/** Records `tool`'s metrics on/off ratio of CPU per request from its comparison. */
-export function noteMetricsRatio(section: MetricsSection | undefined, tool: Tool, c: EngineComparison | { skipped: string }): void {
-  if (section === undefined || 'skipped' in section) return;
-  if ('skipped' in c) {
-    section.cpuPerRequest[tool] = { skipped: c.skipped };
-    return;
-  }
-  const r = c.ratios.find((x) => x.pair === `${section.label}/${section.engine}`);
-  if (r !== undefined) section.cpuPerRequest[tool] = { median: r.cpuPerRequest, byRound: r.cpuPerRequestByRound };
 }
 
 const fix = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : '-');

@@ -14,15 +14,15 @@ import { join } from 'node:path';
 import { RbacClient } from '../src/client/index.ts';
 import { loadConfig, type BenchConfig } from './config.ts';
 import { generate, probes, writeCount, type Dataset, type Probe } from './dataset.ts';
-import { compareEngines, labelOf, metricsLabel, tokenLabel, type Variant } from './engines.ts';
+import { compareEngines, labelOf, metricsLabel, noteSideRatio, tokenLabel, type Variant } from './engines.ts';
 import { describe, engineProblems, snapshot, sqliteFile, startEngine } from './gateways.ts';
 import { runRounds, type PhaseContext, type Tool } from './phases.ts';
 import { checkAnswers, datasetInfo, rawAnswer, seedDataset } from './prepare.ts';
 import { backgroundCores, installCleanup, pinSelf, runMain, timeLimit } from './procs.ts';
 import { loadFailures, newReport, printSummary, summariseTool, writeReport, type Report } from './report.ts';
-import { metricsBaseline, metricsPlan, noteMetricsRatio, startMetricsGateway, verifyCounter, type MetricsPlan } from './metrics-run.ts';
+import { metricsBaseline, metricsPlan, startMetricsGateway, verifyCounter, type MetricsPlan } from './metrics-run.ts';
 import { ROOT, startBare, type Server } from './servers.ts';
-import { noteTokenRatio, prepareToken, tokenEnv, tokenPlan, type TokenPlan } from './token.ts';
+import { prepareToken, tokenEnv, tokenPlan, type TokenPlan } from './token.ts';
 
 const RESULTS = join(ROOT, 'bench', 'results');
 /** `other cpu` above this (in a quiet run it is near 0.05) means another job shared the machine. */
@@ -172,8 +172,8 @@ async function measure(b: Bench, tool: Tool, servers: Server[], ctx: PhaseContex
   const c = compareEngines(report.runs, tool, cfg.engines, variants(b));
   if (c === undefined) return;
   (report.engines ??= {})[tool] = c;
-  noteTokenRatio(report.token, tool, c);
-  noteMetricsRatio(report.metrics, tool, c);
+  noteSideRatio(report.token, tool, c);
+  noteSideRatio(report.metrics, tool, c);
 }
 
 async function load(b: Bench, servers: Server[], ctx: PhaseContext): Promise<void> {
@@ -191,8 +191,8 @@ async function load(b: Bench, servers: Server[], ctx: PhaseContext): Promise<voi
     console.log(`note: wrk skipped: ${why}`);
     report.summary.wrk = { skipped: why };
     (report.engines ??= {}).wrk = { skipped: why };
-    noteTokenRatio(report.token, 'wrk', { skipped: why });
-    noteMetricsRatio(report.metrics, 'wrk', { skipped: why });
+    noteSideRatio(report.token, 'wrk', { skipped: why });
+    noteSideRatio(report.metrics, 'wrk', { skipped: why });
   }
   report.failures.push(...loadFailures(report.runs));
   noteDisturbed(report);

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { RbacClient } from '../src/client/index.ts';
 import type { BenchConfig } from './config.ts';
 import type { Probe } from './dataset.ts';
-import { tokenLabel, type EngineComparison } from './engines.ts';
+import { tokenLabel } from './engines.ts';
 import type { Tool } from './phases.ts';
 import { checkAnswers } from './prepare.ts';
 import type { Server } from './servers.ts';
@@ -126,17 +126,6 @@ export async function prepareToken(
   if (correctness.wrong === 0) return { server, report };
   failures.push(`${server.label}: ${correctness.wrong} wrong answers of ${correctness.checked} before timing (${correctness.examples[0] ?? ''})`);
   return { report };
-}
-
-/** Records `tool`'s token/key ratio of CPU per request from its comparison. */
-export function noteTokenRatio(section: TokenSection | undefined, tool: Tool, c: EngineComparison | { skipped: string }): void {
-  if (section === undefined || 'skipped' in section) return;
-  if ('skipped' in c) {
-    section.cpuPerRequest[tool] = { skipped: c.skipped };
-    return;
-  }
-  const r = c.ratios.find((x) => x.pair === `${section.label}/${section.engine}`);
-  if (r !== undefined) section.cpuPerRequest[tool] = { median: r.cpuPerRequest, byRound: r.cpuPerRequestByRound };
 }
 
 const fix = (x: number): string => (Number.isFinite(x) ? x.toFixed(2) : '-');
