@@ -8,6 +8,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RbacClient, type ApiResult } from '../../src/client/index.ts';
 import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
@@ -492,6 +493,15 @@ test('after a restart on the same SQLite file a token still works; with another 
   expect401(await withToken(token, third).listRoles(), token, 'another secret after a restart');
   assert.deepEqual((await third.client(key.key).listRoles()).data, [{ role: 'kept', description: '' }], 'the key still works');
   assert.equal(await third.stop(), 0);
+
+  // At rest: the database files (the WAL too) hold the key's hash, never the key, a token, its
+  // signature or the secret (audit rows name a token by its jti).
+  const stored = Buffer.concat(readdirSync(tmp.dir).map((f) => readFileSync(join(tmp.dir, f))));
+  const signature = token.split('.')[2] as string;
+  for (const [what, text] of [['key', key.key as string], ['key upper-cased', (key.key as string).toUpperCase()], ['token', token], ['signature', signature], ['secret', SECRET], ['other secret', OTHER_SECRET]] as const) {
+    assert.ok(!stored.includes(Buffer.from(text)), `the database files do not hold the ${what}`);
+  }
+  assert.ok(stored.includes(Buffer.from(subOf(key.key as string))), 'they do hold the key hash (the client id)');
 });
 
 test('AUTH_JWT_TTL_SECONDS sets the default lifetime; ttl_seconds may still ask up to 86400', async (t) => {
