@@ -4,7 +4,7 @@ import type { Backend } from './backend.ts';
 import type { Drain } from './drain.ts';
 import type { EngineName, EngineRequest, EngineResponse, Handler } from './engine/port.ts';
 import { buildOpenApi } from './openapi.ts';
-import { corked, send } from './reply.ts';
+import { corked, send, writeCorsHeaders } from './reply.ts';
 import type { Responder } from './responder.ts';
 import type { RouteTable } from './route-table.ts';
 import { ROUTES } from './routes/index.ts';
@@ -27,9 +27,7 @@ function pingHead(responder: Responder, res: EngineResponse, req: EngineRequest)
   res.writeStatus('200 OK');
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);
-  if (responder.cors.varyOnOrigin) res.writeHeader('Vary', 'Origin');
-  const allow = t.origin === '' ? undefined : responder.cors.allowOrigin(t.origin);
-  if (allow !== undefined) res.writeHeader('Access-Control-Allow-Origin', allow);
+  writeCorsHeaders(res, responder.cors, t.origin);
   res.endWithoutBody();
 }
 

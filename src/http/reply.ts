@@ -102,14 +102,19 @@ export function send(
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);
   if (revision !== undefined) res.writeHeader('X-Authz-Revision', String(revision));
+  writeCorsHeaders(res, cors, t.origin);
+  if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
+  res.end(body, closeConnection || draining);
+}
+
+/** `Vary: Origin` with an origin list, and the `Access-Control-*` headers of an allowed origin. */
+export function writeCorsHeaders(res: HttpResponse, cors: CorsPolicy, origin: string): void {
   if (cors.varyOnOrigin) res.writeHeader('Vary', 'Origin');
-  const allow = t.origin === '' ? undefined : cors.allowOrigin(t.origin);
+  const allow = origin === '' ? undefined : cors.allowOrigin(origin);
   if (allow !== undefined) {
     res.writeHeader('Access-Control-Allow-Origin', allow);
     res.writeHeader('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
   }
-  if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
-  res.end(body, closeConnection || draining);
 }
 
 /** Runs `fn` corked, unless the client went away meanwhile. */
