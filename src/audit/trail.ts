@@ -55,7 +55,11 @@ export class AuditTrail {
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      this.#flushing = this.#flushAll().finally(() => (this.#flushing = undefined));
+      this.#flushing = this.#flushAll().finally(() => {
+        this.#flushing = undefined;
+        // Rows recorded after the last batch went out, while this flush was ending, go next.
+        if (this.#pending.length > 0 && this.#timer === undefined) this.#flushSoon(FLUSH_DELAY_MS);
+      });
     }, delayMs);
     this.#timer.unref();
   }
