@@ -8,6 +8,7 @@ import { planThreads, type StoreSettings } from '../store/settings.ts';
 import type { BatchStore, PendingWrite, WriteSettled } from '../store/port.ts';
 import { storeFailure } from '../store/transient.ts';
 import type { Task, TaskReply, TaskValue } from './protocol.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /**
  * The store, run on a piscina thread pool: every database write and every hydration happens off
@@ -87,6 +88,36 @@ export class PooledStore implements BatchStore {
   }
   pruneAudit(before: string, limit: number): Promise<number> {
     return this.#run({ kind: 'pruneAudit', before, limit });
+  }
+  async putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    await this.#run({ kind: 'putSchedule', schedule, nowMs, audit });
+  }
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return this.#run({ kind: 'deleteSchedule', tenant, workflow, audit });
+  }
+  schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return this.#run({ kind: 'schedules', tenant });
+  }
+  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return this.#run({ kind: 'runs', tenant, workflow, before, limit });
+  }
+  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return this.#run({ kind: 'takeLease', owner, nowMs, ttlMs });
+  }
+  async releaseLease(owner: string): Promise<void> {
+    await this.#run({ kind: 'releaseLease', owner });
+  }
+  dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    return this.#run({ kind: 'dueSchedules', nowMs, limit });
+  }
+  runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    return this.#run({ kind: 'runSchedule', due, nowMs, webhookId });
+  }
+  claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    return this.#run({ kind: 'claimDeliveries', nowMs, claimMs, limit });
+  }
+  async recordDelivery(update: DeliveryUpdate): Promise<void> {
+    await this.#run({ kind: 'recordDelivery', update });
   }
   async cursorSecret(): Promise<Buffer> {
     return Buffer.from(await this.#run({ kind: 'cursorSecret' }), 'hex');

@@ -4,11 +4,13 @@ import type { TenantId } from '../authz/tenant.ts';
 import { refusalFor, refused, type RefusalCode } from '../authz/write-rules.ts';
 import type { FieldCipher } from '../crypto/field-cipher.ts';
 import type { PendingWrite, StoreAdapter, WriteSettled } from './port.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /**
  * Field encryption around an adapter (CONTRACT.md §8), run inside a pool thread: names,
- * descriptions and audit resources are encrypted before the adapter sees them and decrypted as
- * they come back, so the database (tables, changelog, audit) never holds one in plaintext. The
+ * descriptions, audit resources, and workflow schedules' webhook URLs and secrets are encrypted
+ * before the adapter sees them and decrypted as they come back, so the database (tables,
+ * changelog, audit, workflow schedules and runs) never holds one in plaintext. The
  * cipher is deterministic, so the adapter's equality look-ups and uniqueness still hold. Lists
  * are sorted after hydration (the graph sorts), never by the database.
  */
@@ -56,11 +58,64 @@ export class EncryptedStore implements StoreAdapter {
   }
 
   appendAudit(rows: readonly AuditRecord[]): Promise<void> {
-    return this.#inner.appendAudit(rows.map((r) => ({ ...r, resource: this.#cipher.encrypt(r.resource) })));
+    return this.#inner.appendAudit(rows.map((r) => this.#sealAudit(r)));
   }
 
   async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
     return (await this.#inner.audit(tenant, before, limit)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
+  }
+
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    const e = (text: string): string => this.#cipher.encrypt(text);
+    const sealed: ScheduleInput = {
+      ...schedule,
+      workflow: this.#seal(schedule.workflow),
+      webhookUrl: schedule.webhookUrl === null ? null : e(schedule.webhookUrl),
+      webhookSecret: e(schedule.webhookSecret),
+    };
+    return this.#inner.putSchedule(sealed, nowMs, this.#sealAudit(audit));
+  }
+
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return this.#inner.deleteSchedule(tenant, this.#seal(workflow), this.#sealAudit(audit));
+  }
+
+  async schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    const d = (text: string): string => this.#cipher.decrypt(text);
+    return (await this.#inner.schedules(tenant)).map((s) => ({ ...s, workflow: d(s.workflow), webhookUrl: s.webhookUrl === null ? null : d(s.webhookUrl) }));
+  }
+
+  async runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return (await this.#inner.runs(tenant, this.#seal(workflow), before, limit))?.map((r) => this.#openRun(r));
+  }
+
+  async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    return (await this.#inner.dueSchedules(nowMs, limit)).map((d) => ({ ...d, workflow: this.#cipher.decrypt(d.workflow) }));
+  }
+
+  async runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    const made = await this.#inner.runSchedule({ ...due, workflow: this.#seal(due.workflow) }, nowMs, webhookId);
+    return made === undefined ? undefined : this.#openRun(made);
+  }
+
+  async claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    const d = (text: string): string => this.#cipher.decrypt(text);
+    return (await this.#inner.claimDeliveries(nowMs, claimMs, limit)).map((j) => ({
+      ...j,
+      run: this.#openRun(j.run),
+      webhookUrl: d(j.webhookUrl),
+      webhookSecret: d(j.webhookSecret),
+    }));
+  }
+
+  /** A stored run in plaintext. Its lists were sorted by ciphertext in the database: sorted again, by code point. */
+  #openRun(run: RunEntry): RunEntry {
+    const names = (list: readonly string[]): string[] => list.map((u) => this.#cipher.decrypt(u)).sort(byCodePoint);
+    return { ...run, workflow: this.#cipher.decrypt(run.workflow), added: names(run.added), removed: names(run.removed) };
+  }
+
+  #sealAudit(audit: AuditRecord): AuditRecord {
+    return { ...audit, resource: this.#cipher.encrypt(audit.resource) };
   }
 
   /** The stored form of `text`, remembered (deterministic, so a memo is exact); bounded. */
@@ -82,6 +137,15 @@ export class EncryptedStore implements StoreAdapter {
   pruneAudit(before: string, limit: number): Promise<number> {
     return this.#inner.pruneAudit(before, limit);
   }
+  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return this.#inner.takeLease(owner, nowMs, ttlMs);
+  }
+  releaseLease(owner: string): Promise<void> {
+    return this.#inner.releaseLease(owner);
+  }
+  recordDelivery(update: DeliveryUpdate): Promise<void> {
+    return this.#inner.recordDelivery(update);
+  }
   claimEncryption(mark: string): Promise<string> {
     return this.#inner.claimEncryption(mark);
   }
@@ -97,6 +161,9 @@ export class EncryptedStore implements StoreAdapter {
 }
 
 const SEALED_MAX = 50_000;
+
+/** Code point order (names are ASCII, where it is also UTF-16 order): how a run lists its users. */
+const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** `change` with every name (and a description) passed through `f`. */
 function mapNames(change: Change, f: (text: string) => string): Change {

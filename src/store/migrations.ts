@@ -144,4 +144,92 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX audit_by_time ON audit (at)`,
     ],
   },
+  {
+    version: 3,
+    name: 'workflow schedules, runs, holders and the scheduler lease',
+    // Keyed by client hash like the audit trail: a client that never wrote may schedule a check.
+    // `workflow_holders` keeps the users of a schedule's last run, so a run stores only its diff.
+    // Times the scheduler compares are epoch ms; `last_run_at` and `run_at` are wire timestamps.
+    // `added` and `removed` are JSON arrays of names. `holders_revision` is the client revision
+    // `workflow_holders` was computed at (null before the first run): a run at that same revision
+    // has the same holders, so it is recorded without reading them again.
+    sqlite: [
+      `CREATE TABLE workflow_schedules (
+         client_hash TEXT NOT NULL,
+         workflow TEXT NOT NULL,
+         interval_seconds INTEGER NOT NULL,
+         webhook_url TEXT,
+         webhook_secret TEXT NOT NULL,
+         next_run_at INTEGER NOT NULL,
+         last_run_at TEXT,
+         holders_revision INTEGER,
+         holders_count INTEGER NOT NULL DEFAULT 0,
+         PRIMARY KEY (client_hash, workflow)
+       ) WITHOUT ROWID`,
+      `CREATE INDEX workflow_schedules_due ON workflow_schedules (next_run_at)`,
+      `CREATE TABLE workflow_runs (
+         id INTEGER PRIMARY KEY AUTOINCREMENT,
+         client_hash TEXT NOT NULL,
+         workflow TEXT NOT NULL,
+         run_at TEXT NOT NULL,
+         revision INTEGER NOT NULL,
+         users_count INTEGER NOT NULL,
+         added TEXT NOT NULL,
+         removed TEXT NOT NULL,
+         delivery_status TEXT NOT NULL,
+         attempts INTEGER NOT NULL DEFAULT 0,
+         last_status INTEGER,
+         webhook_id TEXT,
+         next_attempt_at INTEGER
+       )`,
+      `CREATE INDEX workflow_runs_by_schedule ON workflow_runs (client_hash, workflow, id)`,
+      `CREATE INDEX workflow_runs_pending ON workflow_runs (next_attempt_at) WHERE delivery_status = 'pending'`,
+      `CREATE TABLE workflow_holders (
+         client_hash TEXT NOT NULL,
+         workflow TEXT NOT NULL,
+         user TEXT NOT NULL,
+         PRIMARY KEY (client_hash, workflow, user)
+       ) WITHOUT ROWID`,
+      `CREATE TABLE workflow_lease (name TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_at INTEGER NOT NULL)`,
+    ],
+    postgresql: [
+      `CREATE TABLE workflow_schedules (
+         client_hash TEXT COLLATE "C" NOT NULL,
+         workflow TEXT COLLATE "C" NOT NULL,
+         interval_seconds INTEGER NOT NULL,
+         webhook_url TEXT,
+         webhook_secret TEXT NOT NULL,
+         next_run_at BIGINT NOT NULL,
+         last_run_at TEXT,
+         holders_revision BIGINT,
+         holders_count INTEGER NOT NULL DEFAULT 0,
+         PRIMARY KEY (client_hash, workflow)
+       )`,
+      `CREATE INDEX workflow_schedules_due ON workflow_schedules (next_run_at)`,
+      `CREATE TABLE workflow_runs (
+         id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+         client_hash TEXT COLLATE "C" NOT NULL,
+         workflow TEXT COLLATE "C" NOT NULL,
+         run_at TEXT NOT NULL,
+         revision BIGINT NOT NULL,
+         users_count INTEGER NOT NULL,
+         added TEXT NOT NULL,
+         removed TEXT NOT NULL,
+         delivery_status TEXT NOT NULL,
+         attempts INTEGER NOT NULL DEFAULT 0,
+         last_status INTEGER,
+         webhook_id TEXT,
+         next_attempt_at BIGINT
+       )`,
+      `CREATE INDEX workflow_runs_by_schedule ON workflow_runs (client_hash, workflow, id)`,
+      `CREATE INDEX workflow_runs_pending ON workflow_runs (next_attempt_at) WHERE delivery_status = 'pending'`,
+      `CREATE TABLE workflow_holders (
+         client_hash TEXT COLLATE "C" NOT NULL,
+         workflow TEXT COLLATE "C" NOT NULL,
+         "user" TEXT COLLATE "C" NOT NULL,
+         PRIMARY KEY (client_hash, workflow, "user")
+       )`,
+      `CREATE TABLE workflow_lease (name TEXT COLLATE "C" PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL)`,
+    ],
+  },
 ];

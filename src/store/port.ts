@@ -2,6 +2,7 @@ import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
+import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
 
@@ -34,8 +35,11 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** The store with its writes (an adapter, the pool in front of them, the resilient layer). */
-export interface BatchStore extends Store {
+/**
+ * The store with its writes (an adapter, the pool in front of them, the resilient layer), and the
+ * workflow schedules and runs (see {@link WorkflowStore}).
+ */
+export interface BatchStore extends Store, WorkflowStore {
   /**
    * Applies many changes, in the order given for any one tenant. Each is checked against the
    * stored state and is atomic: the change, the tenant's revision + 1 and a changelog row commit

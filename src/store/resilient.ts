@@ -5,6 +5,7 @@ import type { CircuitBreaker } from './breaker.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { BatchStore, PendingWrite, WriteSettled } from './port.ts';
 import { backoffMs, sleep, withRetry, type RetryPolicy } from './retry.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /**
  * The database did not answer. Adapters report ERR_STORE_UNAVAILABLE only when the transaction
@@ -150,6 +151,39 @@ export class ResilientStore implements BatchStore {
   }
   pruneAudit(before: string, limit: number): Promise<number> {
     return this.#call(() => this.#inner.pruneAudit(before, limit));
+  }
+  // The workflow calls take the same path as the others: a retry follows only a failure that
+  // says nothing committed (ERR_STORE_UNAVAILABLE, a conflict), never ERR_STORE_COMMIT_UNKNOWN.
+  // A run or claim repeated after such a failure finds the schedule or delivery as it was.
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    return this.#call(() => this.#inner.putSchedule(schedule, nowMs, audit));
+  }
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return this.#call(() => this.#inner.deleteSchedule(tenant, workflow, audit));
+  }
+  schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return this.#call(() => this.#inner.schedules(tenant));
+  }
+  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return this.#call(() => this.#inner.runs(tenant, workflow, before, limit));
+  }
+  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return this.#call(() => this.#inner.takeLease(owner, nowMs, ttlMs));
+  }
+  releaseLease(owner: string): Promise<void> {
+    return this.#call(() => this.#inner.releaseLease(owner));
+  }
+  dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    return this.#call(() => this.#inner.dueSchedules(nowMs, limit));
+  }
+  runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    return this.#call(() => this.#inner.runSchedule(due, nowMs, webhookId));
+  }
+  claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    return this.#call(() => this.#inner.claimDeliveries(nowMs, claimMs, limit));
+  }
+  recordDelivery(update: DeliveryUpdate): Promise<void> {
+    return this.#call(() => this.#inner.recordDelivery(update));
   }
   cursorSecret(): Promise<Buffer> {
     return this.#call(() => this.#inner.cursorSecret());

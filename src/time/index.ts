@@ -11,6 +11,7 @@ let lastPrefix = '';
 
 const MICROS = Array.from({ length: 1000 }, (_, i) => String(i).padStart(3, '0'));
 
+/** The wire timestamp of now: on every answer, so kept to the monotonic clock and a cached prefix. */
 export function timestamp(): string {
   const now = performance.now();
   if (now - anchoredAt > 1000) {
@@ -26,4 +27,10 @@ export function timestamp(): string {
     lastPrefix = new Date(ms).toISOString().slice(0, 23);
   }
   return lastPrefix + MICROS[Math.floor((t - ms) * 1000) % 1000];
+}
+
+/** The wire timestamp of `atMs` (epoch ms; a fraction gives the microseconds): a time a caller's clock decided, as the scheduler's. */
+export function timestampAt(atMs: number): string {
+  const ms = Math.floor(atMs);
+  return new Date(ms).toISOString().slice(0, 23) + MICROS[Math.floor((atMs - ms) * 1000) % 1000];
 }

@@ -8,7 +8,7 @@ import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encrypt
 import type { StoreSettings } from '../../store/index.ts';
 import type { StoreAdapter } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
-import type { Task, TaskReply, TaskValue } from '../protocol.ts';
+import type { Task, TaskReply, TaskValue, WorkflowTask } from '../protocol.ts';
 
 async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]> {
   switch (task.kind) {
@@ -33,6 +33,37 @@ async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]
       return (await s.cursorSecret()).toString('hex');
     case 'ping':
       await s.ping();
+      return true;
+    default:
+      return runWorkflow(s, task);
+  }
+}
+
+/** The workflow schedules' and runs' tasks. */
+async function runWorkflow(s: StoreAdapter, task: WorkflowTask): Promise<TaskValue[WorkflowTask['kind']]> {
+  switch (task.kind) {
+    case 'putSchedule':
+      await s.putSchedule(task.schedule, task.nowMs, task.audit);
+      return true;
+    case 'deleteSchedule':
+      return s.deleteSchedule(task.tenant, task.workflow, task.audit);
+    case 'schedules':
+      return s.schedules(task.tenant);
+    case 'runs':
+      return s.runs(task.tenant, task.workflow, task.before, task.limit);
+    case 'takeLease':
+      return s.takeLease(task.owner, task.nowMs, task.ttlMs);
+    case 'releaseLease':
+      await s.releaseLease(task.owner);
+      return true;
+    case 'dueSchedules':
+      return s.dueSchedules(task.nowMs, task.limit);
+    case 'runSchedule':
+      return s.runSchedule(task.due, task.nowMs, task.webhookId);
+    case 'claimDeliveries':
+      return s.claimDeliveries(task.nowMs, task.claimMs, task.limit);
+    case 'recordDelivery':
+      await s.recordDelivery(task.update);
       return true;
   }
 }

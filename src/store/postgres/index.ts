@@ -14,6 +14,8 @@ import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import type { AuditEntry, AuditOfWrite, AuditRecord } from '../../audit/record.ts';
 import { entryOf } from '../audit-rows.ts';
 import { PLAINTEXT_MARK } from '../encryption-mark.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
+import { PostgresWorkflows } from './workflow.ts';
 
 type Row = Record<string, unknown>;
 type Db = Pick<PoolClient, 'query'>;
@@ -31,6 +33,7 @@ const run = async (db: Db, st: Statement, values: unknown[]): Promise<QueryResul
 export class PostgresStore implements StoreAdapter {
   readonly #pool: pg.Pool;
   #ready: Promise<void> | undefined;
+  readonly #workflow: PostgresWorkflows;
 
   constructor(settings: PostgresSettings) {
     this.#pool = new pg.Pool({
@@ -48,6 +51,13 @@ export class PostgresStore implements StoreAdapter {
     // An idle connection that dies (server restart, network) is dropped by the pool; without a
     // listener the 'error' event would kill the process. The next call connects anew.
     this.#pool.on('error', () => undefined);
+    this.#workflow = new PostgresWorkflows({
+      query: (what, st, values) => this.#result(what, st, values),
+      tx: async (what, begin, body) => {
+        await this.#migrated();
+        return this.#tx(what, body, begin);
+      },
+    });
   }
 
   /** Migrates once per store; a failed attempt is retried by the next call. */
@@ -74,11 +84,12 @@ export class PostgresStore implements StoreAdapter {
   }
 
   /**
-   * Runs `body` in a transaction on one connection. `body` answers whether to commit. A
-   * connection lost while COMMIT was in flight is ERR_STORE_COMMIT_UNKNOWN (never retried: the
-   * transaction may be in); any failure before it means nothing was committed.
+   * Runs `body` in a transaction on one connection, opened by `begin` (an isolation level may
+   * follow BEGIN). `body` answers whether to commit. A connection lost while COMMIT was in flight
+   * is ERR_STORE_COMMIT_UNKNOWN (never retried: the transaction may be in); any failure before it
+   * means nothing was committed.
    */
-  async #tx<T>(what: string, body: (db: Db) => Promise<{ commit: boolean; value: T }>): Promise<T> {
+  async #tx<T>(what: string, body: (db: Db) => Promise<{ commit: boolean; value: T }>, begin = 'BEGIN'): Promise<T> {
     let db: PoolClient;
     try {
       db = await this.#pool.connect();
@@ -92,7 +103,7 @@ export class PostgresStore implements StoreAdapter {
     db.on('error', ignore);
     let committing = false;
     try {
-      await db.query('BEGIN');
+      await db.query(begin);
       const { commit, value } = await body(db);
       committing = commit;
       await db.query(commit ? 'COMMIT' : 'ROLLBACK');
@@ -197,6 +208,37 @@ export class PostgresStore implements StoreAdapter {
     await this.#query('encryption', SQL.claimEncryption, [mark, PLAINTEXT_MARK]);
     const row = (await this.#query('encryption', SQL.encryptionMark, []))[0];
     return String(row?.value);
+  }
+
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    return this.#workflow.putSchedule(schedule, nowMs, audit);
+  }
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return this.#workflow.deleteSchedule(tenant, workflow, audit);
+  }
+  schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return this.#workflow.schedules(tenant);
+  }
+  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return this.#workflow.runs(tenant, workflow, before, limit);
+  }
+  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return this.#workflow.takeLease(owner, nowMs, ttlMs);
+  }
+  releaseLease(owner: string): Promise<void> {
+    return this.#workflow.releaseLease(owner);
+  }
+  dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    return this.#workflow.dueSchedules(nowMs, limit);
+  }
+  runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    return this.#workflow.runSchedule(due, nowMs, webhookId);
+  }
+  claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    return this.#workflow.claimDeliveries(nowMs, claimMs, limit);
+  }
+  recordDelivery(update: DeliveryUpdate): Promise<void> {
+    return this.#workflow.recordDelivery(update);
   }
 
   async cursorSecret(): Promise<Buffer> {

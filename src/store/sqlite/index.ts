@@ -12,6 +12,8 @@ import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { isSqliteBusy, storeFailure } from '../transient.ts';
 import type { AuditEntry, AuditOfWrite, AuditRecord } from '../../audit/record.ts';
 import { auditStatements } from './audit.ts';
+import { workflowStatements } from './workflow.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 
 type Row = Record<string, unknown>;
 
@@ -41,6 +43,7 @@ export class SqliteStore implements StoreAdapter {
   readonly #load: (tenant: TenantId) => Snapshot;
   readonly #audit: ReturnType<typeof auditStatements>;
   readonly #appendAudit: (rows: readonly AuditRecord[]) => void;
+  readonly #workflow: ReturnType<typeof workflowStatements>;
 
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
@@ -73,6 +76,7 @@ export class SqliteStore implements StoreAdapter {
       for (const r of rows) this.#audit.insert(r);
     });
     this.#appendAudit = (rows) => whenFree(() => auditTx.immediate(rows));
+    this.#workflow = workflowStatements(this.#db, (st) => (RETAINED.push(st), st), (r) => this.#audit.insert(r));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {
@@ -117,6 +121,36 @@ export class SqliteStore implements StoreAdapter {
   }
   async claimEncryption(mark: string): Promise<string> {
     return whenFree(() => this.#db.transaction(() => this.#audit.claimEncryption(mark)).immediate());
+  }
+  async putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    whenFree(() => this.#workflow.putSchedule(schedule, nowMs, audit));
+  }
+  async deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return whenFree(() => this.#workflow.deleteSchedule(tenant, workflow, audit));
+  }
+  async schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return whenFree(() => this.#workflow.schedules(tenant));
+  }
+  async runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return whenFree(() => this.#workflow.runs(tenant, workflow, before, limit));
+  }
+  async takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return whenFree(() => this.#workflow.takeLease(owner, nowMs, ttlMs));
+  }
+  async releaseLease(owner: string): Promise<void> {
+    whenFree(() => this.#workflow.releaseLease(owner));
+  }
+  async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    return whenFree(() => this.#workflow.dueSchedules(nowMs, limit));
+  }
+  async runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    return whenFree(() => this.#workflow.runSchedule(due, nowMs, webhookId));
+  }
+  async claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    return whenFree(() => this.#workflow.claimDeliveries(nowMs, claimMs, limit));
+  }
+  async recordDelivery(update: DeliveryUpdate): Promise<void> {
+    whenFree(() => this.#workflow.recordDelivery(update));
   }
   async cursorSecret(): Promise<Buffer> {
     const row = whenFree(() => this.#stmt.cursorSecret.get()) as Row | undefined;

@@ -96,6 +96,16 @@ function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () =>
     cursorSecret: () => hit(Buffer.alloc(32)),
     ping: () => hit(undefined),
     close: async () => undefined,
+    putSchedule: () => hit(undefined),
+    deleteSchedule: () => hit(true),
+    schedules: () => hit([]),
+    runs: () => hit(undefined),
+    takeLease: () => hit(true),
+    releaseLease: () => hit(undefined),
+    dueSchedules: () => hit([]),
+    runSchedule: () => hit(undefined),
+    claimDeliveries: () => hit([]),
+    recordDelivery: () => hit(undefined),
   };
   return { store, failing, calls };
 }
@@ -131,6 +141,21 @@ test('ResilientStore: a failure during commit is not retried; other errors do no
   for (let i = 0; i < 5; i++) await assert.rejects(r.revision(T), /a bug/);
   assert.equal(calls.n, 6);
   assert.equal(r.open, false, 'bugs are not outages');
+});
+
+test('ResilientStore: workflow calls are retried when nothing committed, never when the commit is unknown', async () => {
+  const { store, failing, calls } = flakyStore();
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST);
+  const due = { tenant: T, workflow: 'w' };
+  failing.on = true;
+  await assert.rejects(r.runSchedule(due, 0, 'msg_1'), /connection refused/);
+  assert.equal(calls.n, 3, 'a run that failed before committing is tried again');
+  failing.error = () => new AppError('ERR_STORE_COMMIT_UNKNOWN', 'connection lost during commit');
+  await assert.rejects(r.claimDeliveries(0, 1000, 10), /during commit/);
+  assert.equal(calls.n, 4, 'a claim that may have committed is not');
+  failing.on = false;
+  assert.equal(await r.takeLease('me', 0, 1000), true);
+  assert.deepEqual(await r.dueSchedules(0, 10), []);
 });
 
 /** A batch store whose writes settle as `plan` says, call by call: each call takes the next plan. */

@@ -1,0 +1,209 @@
+import type Database from 'better-sqlite3';
+import type { AuditRecord } from '../../audit/record.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { timestampAt } from '../../time/index.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
+import { deliveryOf, jobOf, nextRunAt, runOf, scheduleOf, SCHEDULER_LEASE } from '../workflow-rows.ts';
+
+type Row = Record<string, unknown>;
+
+/** The run's columns as {@link runOf} reads them. */
+const RUN_COLUMNS = 'r.id, r.workflow, r.run_at, r.revision, r.users_count, r.added, r.removed, r.delivery_status, r.attempts, r.last_status';
+
+function prepareAll(db: Database.Database, retain: (s: Database.Statement) => Database.Statement) {
+  const p = (sql: string): Database.Statement => retain(db.prepare(sql));
+  return {
+    upsert: p(
+      `INSERT INTO workflow_schedules (client_hash, workflow, interval_seconds, webhook_url, webhook_secret, next_run_at)
+       VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (client_hash, workflow) DO UPDATE SET interval_seconds = excluded.interval_seconds,
+         webhook_url = excluded.webhook_url, webhook_secret = excluded.webhook_secret, next_run_at = excluded.next_run_at`,
+    ),
+    deleteSchedule: p('DELETE FROM workflow_schedules WHERE client_hash = ? AND workflow = ?'),
+    deleteRuns: p('DELETE FROM workflow_runs WHERE client_hash = ? AND workflow = ?'),
+    deleteHolders: p('DELETE FROM workflow_holders WHERE client_hash = ? AND workflow = ?'),
+    schedules: p('SELECT workflow, interval_seconds, webhook_url, last_run_at FROM workflow_schedules WHERE client_hash = ?'),
+    schedule: p(
+      `SELECT interval_seconds, webhook_url IS NOT NULL AS hooked, next_run_at, holders_revision, holders_count
+       FROM workflow_schedules WHERE client_hash = ? AND workflow = ?`,
+    ),
+    runs: p(`SELECT ${RUN_COLUMNS} FROM workflow_runs r WHERE r.client_hash = ? AND r.workflow = ? AND r.id < ? ORDER BY r.id DESC LIMIT ?`),
+    takeLease: p(
+      `INSERT INTO workflow_lease (name, owner, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+       WHERE workflow_lease.owner = excluded.owner OR workflow_lease.expires_at < ?
+       RETURNING owner`,
+    ),
+    releaseLease: p('DELETE FROM workflow_lease WHERE name = ? AND owner = ?'),
+    due: p('SELECT client_hash, workflow FROM workflow_schedules WHERE next_run_at <= ? ORDER BY next_run_at LIMIT ?'),
+    tenant: p('SELECT id, revision FROM clients WHERE hash = ?'),
+    // Binary collation: sorted by code point, as a run lists its users.
+    holdersNow: p(
+      `SELECT DISTINCT m.user FROM grants g JOIN memberships m ON m.client_id = g.client_id AND m.role = g.role
+       WHERE g.client_id = ? AND g.permission = ? ORDER BY m.user`,
+    ).pluck(),
+    holdersBefore: p('SELECT user FROM workflow_holders WHERE client_hash = ? AND workflow = ? ORDER BY user').pluck(),
+    // A diff goes in as the JSON array the run row stores: one statement, however many names.
+    addHolders: p('INSERT INTO workflow_holders (client_hash, workflow, user) SELECT ?, ?, value FROM json_each(?)'),
+    dropHolders: p('DELETE FROM workflow_holders WHERE client_hash = ? AND workflow = ? AND user IN (SELECT value FROM json_each(?))'),
+    insertRun: p(
+      `INSERT INTO workflow_runs (client_hash, workflow, run_at, revision, users_count, added, removed, delivery_status, webhook_id, next_attempt_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+    ),
+    advance: p(
+      `UPDATE workflow_schedules SET last_run_at = ?, next_run_at = ?, holders_revision = ?, holders_count = ?
+       WHERE client_hash = ? AND workflow = ?`,
+    ),
+    // The partial index `workflow_runs_pending` serves this, its condition repeated word for word.
+    claimable: p(
+      `SELECT ${RUN_COLUMNS}, r.client_hash, r.webhook_id, s.webhook_url, s.webhook_secret FROM workflow_runs r
+       LEFT JOIN workflow_schedules s ON s.client_hash = r.client_hash AND s.workflow = r.workflow
+       WHERE r.delivery_status = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?`,
+    ),
+    claim: p('UPDATE workflow_runs SET next_attempt_at = ? WHERE id = ?'),
+    orphan: p(`UPDATE workflow_runs SET delivery_status = 'failed', next_attempt_at = NULL WHERE id = ?`),
+    recordDelivery: p('UPDATE workflow_runs SET delivery_status = ?, attempts = ?, last_status = ?, next_attempt_at = ? WHERE id = ?'),
+  };
+}
+
+type Statements = ReturnType<typeof prepareAll>;
+
+/**
+ * The workflow side of the SQLite store (see WorkflowStore in workflow/records.ts). Statements
+ * and transaction functions are made once, here; `retain` keeps each statement for the life of
+ * the process (see RETAINED in index.ts), and `insertAudit` is the audit trail's insert, so a
+ * schedule's audit row commits in its transaction. The methods are synchronous and take the
+ * write lock where they write: the store calls them through its busy-retry.
+ */
+export function workflowStatements(db: Database.Database, retain: (s: Database.Statement) => Database.Statement, insertAudit: (r: AuditRecord) => void) {
+  const st = prepareAll(db, retain);
+  const put = db.transaction((s: ScheduleInput, nowMs: number, audit: AuditRecord) => {
+    st.upsert.run(s.tenant, s.workflow, s.intervalSeconds, s.webhookUrl, s.webhookSecret, nowMs);
+    insertAudit(audit);
+  });
+  const remove = db.transaction((tenant: TenantId, workflow: string, audit: AuditRecord): boolean => {
+    if (st.deleteSchedule.run(tenant, workflow).changes === 0) return false;
+    st.deleteRuns.run(tenant, workflow);
+    st.deleteHolders.run(tenant, workflow);
+    insertAudit(audit);
+    return true;
+  });
+  const runs = db.transaction((tenant: TenantId, workflow: string, before: number | undefined, limit: number): RunEntry[] | undefined => {
+    if (st.schedule.get(tenant, workflow) === undefined) return undefined;
+    return (st.runs.all(tenant, workflow, before ?? Number.MAX_SAFE_INTEGER, limit) as Row[]).map(runOf);
+  });
+  const run = db.transaction((due: DueSchedule, nowMs: number, webhookId: string) => runDue(st, due, nowMs, webhookId));
+  const claim = db.transaction((nowMs: number, claimMs: number, limit: number) => claimDue(st, nowMs, claimMs, limit));
+  return {
+    putSchedule(s: ScheduleInput, nowMs: number, audit: AuditRecord): void {
+      put.immediate(s, nowMs, audit);
+    },
+    deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): boolean {
+      return remove.immediate(tenant, workflow, audit);
+    },
+    schedules(tenant: TenantId): ScheduleEntry[] {
+      return (st.schedules.all(tenant) as Row[]).map(scheduleOf);
+    },
+    runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): RunEntry[] | undefined {
+      return runs.deferred(tenant, workflow, before, limit);
+    },
+    takeLease(owner: string, nowMs: number, ttlMs: number): boolean {
+      return st.takeLease.get(SCHEDULER_LEASE, owner, nowMs + ttlMs, nowMs) !== undefined;
+    },
+    releaseLease(owner: string): void {
+      st.releaseLease.run(SCHEDULER_LEASE, owner);
+    },
+    dueSchedules(nowMs: number, limit: number): DueSchedule[] {
+      // Read back from the database, where only hashed keys are ever written: TenantIds again.
+      return (st.due.all(nowMs, limit) as Row[]).map((r) => ({ tenant: String(r.client_hash) as TenantId, workflow: String(r.workflow) }));
+    },
+    runSchedule(due: DueSchedule, nowMs: number, webhookId: string): RunEntry | undefined {
+      return run.immediate(due, nowMs, webhookId);
+    },
+    claimDeliveries(nowMs: number, claimMs: number, limit: number): DeliveryJob[] {
+      return claim.immediate(nowMs, claimMs, limit);
+    },
+    recordDelivery(u: DeliveryUpdate): void {
+      st.recordDelivery.run(u.status, u.attempts, u.lastStatus, u.nextAttemptAtMs, u.runId);
+    },
+  };
+}
+
+/**
+ * Inside `BEGIN IMMEDIATE` (one writer, one snapshot): the run of a schedule still due. Who holds
+ * the permission now is read from the grants, who held it at the last run from
+ * `workflow_holders`; only the difference is written. At the revision of the last run nothing can
+ * have changed, and nothing is read: a steady schedule costs a few row look-ups per run.
+ */
+function runDue(st: Statements, due: DueSchedule, nowMs: number, webhookId: string): RunEntry | undefined {
+  const schedule = st.schedule.get(due.tenant, due.workflow) as Row | undefined;
+  if (schedule === undefined || Number(schedule.next_run_at) > nowMs) return undefined;
+  const tenant = st.tenant.get(due.tenant) as Row | undefined;
+  const revision = tenant === undefined ? 0 : Number(tenant.revision);
+  const { added, removed, count } = schedule.holders_revision !== null && Number(schedule.holders_revision) === revision
+    ? { added: [], removed: [], count: Number(schedule.holders_count) }
+    : updateHolders(st, due, tenant);
+  const [addedJson, removedJson] = [JSON.stringify(added), JSON.stringify(removed)];
+  const runAt = timestampAt(nowMs);
+  const delivery = deliveryOf(Number(schedule.hooked) === 1, webhookId, nowMs);
+  const values = [due.tenant, due.workflow, runAt, revision, count, addedJson, removedJson, delivery.status, delivery.webhookId, delivery.nextAttemptAt];
+  const id = Number((st.insertRun.get(...values) as Row).id);
+  const next = nextRunAt(Number(schedule.next_run_at), Number(schedule.interval_seconds), nowMs);
+  st.advance.run(runAt, next, revision, count, due.tenant, due.workflow);
+  return { id, workflow: due.workflow, runAt, revision, usersCount: count, added, removed, delivery: { status: delivery.status, attempts: 0, lastStatus: null } };
+}
+
+/** Reads who holds the workflow now, diffs it against `workflow_holders` and brings that up to date. */
+function updateHolders(st: Statements, due: DueSchedule, tenant: Row | undefined): { added: string[]; removed: string[]; count: number } {
+  const now = tenant === undefined ? [] : (st.holdersNow.all(tenant.id, due.workflow) as string[]);
+  const { added, removed } = diff(now, st.holdersBefore.all(due.tenant, due.workflow) as string[]);
+  if (added.length > 0) st.addHolders.run(due.tenant, due.workflow, JSON.stringify(added));
+  if (removed.length > 0) st.dropHolders.run(due.tenant, due.workflow, JSON.stringify(removed));
+  return { added, removed, count: now.length };
+}
+
+/**
+ * Who is in `now` and not in `before`, and the reverse, each in the order given. The database
+ * answers both sorted by code point, which for the ASCII names of the contract is JavaScript's
+ * order too: then one merge pass does it. Lists in any other order (they should not be, but a
+ * diff must never be wrong) are compared through sets.
+ */
+function diff(now: readonly string[], before: readonly string[]): { added: string[]; removed: string[] } {
+  if (!ascending(now) || !ascending(before)) {
+    const [nowSet, beforeSet] = [new Set(now), new Set(before)];
+    return { added: now.filter((u) => !beforeSet.has(u)), removed: before.filter((u) => !nowSet.has(u)) };
+  }
+  const added: string[] = [];
+  const removed: string[] = [];
+  let [i, j] = [0, 0];
+  while (i < now.length && j < before.length) {
+    const [a, b] = [now[i] as string, before[j] as string];
+    if (a === b) [i, j] = [i + 1, j + 1];
+    else if (a < b) added.push(now[i++] as string);
+    else removed.push(before[j++] as string);
+  }
+  return { added: added.concat(now.slice(i)), removed: removed.concat(before.slice(j)) };
+}
+
+function ascending(list: readonly string[]): boolean {
+  for (let k = 1; k < list.length; k++) if ((list[k - 1] as string) >= (list[k] as string)) return false;
+  return true;
+}
+
+/**
+ * Inside `BEGIN IMMEDIATE`: the pending deliveries due, each claimed for `claimMs`. A run whose
+ * schedule no longer has a webhook (replaced without one) can never be delivered: it is marked
+ * failed here rather than left pending, where it would come back at every claim.
+ */
+function claimDue(st: Statements, nowMs: number, claimMs: number, limit: number): DeliveryJob[] {
+  const jobs: DeliveryJob[] = [];
+  for (const r of st.claimable.all(nowMs, limit) as Row[]) {
+    if (r.webhook_url === null || r.webhook_url === undefined) {
+      st.orphan.run(r.id);
+      continue;
+    }
+    st.claim.run(nowMs + claimMs, r.id);
+    jobs.push(jobOf(r));
+  }
+  return jobs;
+}
