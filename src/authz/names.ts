@@ -5,4 +5,4 @@ export const NAME_RULE = '1 to 128 characters of A-Z a-z 0-9 _ - . : @ + |';
 export const NAME_RE = new RegExp(NAME_PATTERN);
 
 /** Which name a value is: the word error messages use for it. */
-export type NameField = 'role' | 'permission' | 'user';
+export type NameField = 'role' | 'permission' | 'user' | 'workflow';

@@ -103,6 +103,30 @@ export interface AuditRow {
   ip: string;
 }
 
+export interface WorkflowScheduled {
+  workflow: string;
+  interval_seconds: number;
+  webhook_url: string | null;
+  /** `whsec_…`: verifies the webhook deliveries (Standard Webhooks); shown only in this answer. */
+  webhook_secret: string;
+}
+
+export interface WorkflowSchedule {
+  workflow: string;
+  interval_seconds: number;
+  webhook_url: string | null;
+  last_run_at: string | null;
+}
+
+export interface WorkflowRun {
+  run_at: string;
+  revision: number;
+  users_count: number;
+  added: string[];
+  removed: string[];
+  delivery: { status: 'none' | 'pending' | 'delivered' | 'failed'; attempts: number; last_status: number | null };
+}
+
 export interface ClientOptions {
   /** For example `http://127.0.0.1:5000`. */
   baseUrl: string;
@@ -256,5 +280,26 @@ export class RbacClient {
   /** The client's audit rows, newest first. */
   audit(options?: PageOptions): Promise<ApiResult<AuditRow[]>> {
     return this.page('/api/audit', options);
+  }
+  /** Users who can run the workflow (a permission name). */
+  workflowUsers(workflow: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
+    return this.page(`/api/workflow/users/${seg(workflow)}`, options);
+  }
+  canRun(user: string, workflow: string, options?: CallOptions): Promise<ApiResult<{ can_run: boolean }>> {
+    return this.request('GET', `/api/workflow/user/${seg(user)}/can_run/${seg(workflow)}`, { ...options });
+  }
+  /** Creates or replaces the workflow's schedule; the first run follows at once. */
+  scheduleWorkflow(workflow: string, body: { interval_seconds: number; webhook_url?: string | null }, options?: CallOptions): Promise<ApiResult<WorkflowScheduled>> {
+    return this.request('POST', `/api/workflow/schedule/${seg(workflow)}`, { ...options, body });
+  }
+  schedules(options?: PageOptions): Promise<ApiResult<WorkflowSchedule[]>> {
+    return this.page('/api/workflow/schedules', options);
+  }
+  unscheduleWorkflow(workflow: string, options?: CallOptions): Promise<ApiResult<{ workflow: string }>> {
+    return this.request('DELETE', `/api/workflow/schedule/${seg(workflow)}`, { ...options });
+  }
+  /** The schedule's runs, newest first. */
+  workflowRuns(workflow: string, options?: PageOptions): Promise<ApiResult<WorkflowRun[]>> {
+    return this.page(`/api/workflow/runs/${seg(workflow)}`, options);
   }
 }

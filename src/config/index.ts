@@ -49,14 +49,22 @@ function parseValue(raw: unknown, p: PropSchema): unknown {
 
 
 /**
- * Settings that ask for a capability this version does not have: refusing to start beats
- * running without what was asked for (no silence where webhooks were expected).
+ * AUTH_WEBHOOK_ALLOWED_HOSTS: comma-separated host names, IPv4 addresses or bracketed IPv6
+ * addresses, each optionally with `:port`. A typo here would silently refuse every webhook, so
+ * the shape is checked at start-up.
  */
-function unavailable(cfg: Config): void {
-  const refuse = (setting: string): never => {
-    throw new ConfigError(`${setting} is not available in this version of rbac-gateway`);
-  };
-  if (cfg.AUTH_WEBHOOK_ALLOWED_HOSTS !== undefined) refuse('AUTH_WEBHOOK_ALLOWED_HOSTS (workflow webhooks)');
+function checkWebhookHosts(cfg: Config): void {
+  const list = cfg.AUTH_WEBHOOK_ALLOWED_HOSTS;
+  if (list === undefined) return;
+  const entry = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+  for (const host of list.split(',')) {
+    const port = /:(\d+)$/.exec(host.trim())?.[1];
+    if (!entry.test(host.trim()) || (port !== undefined && (Number(port) < 1 || Number(port) > 65535))) {
+      throw new ConfigError(
+        `AUTH_WEBHOOK_ALLOWED_HOSTS=${JSON.stringify(list)} is invalid: allowed is a comma-separated list of host names or addresses, each optionally with :port (like hooks.example.com,10.0.0.7:8443)`,
+      );
+    }
+  }
 }
 
 /** The settings of `config/<NODE_ENV>.json`, or none when the file does not exist. */
@@ -127,6 +135,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       }
     }
   }
-  unavailable(cfg);
+  checkWebhookHosts(cfg);
   return Object.freeze(cfg);
 }

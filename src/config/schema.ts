@@ -28,7 +28,8 @@ export const configSchema = {
     AUTH_METRICS_HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     AUTH_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 9464 },
     AUTH_MAX_BODY_BYTES: { type: 'integer', minimum: 64, maximum: 1073741824, default: 1048576 },
-    AUTH_WEBHOOK_ALLOWED_HOSTS: { type: 'string' },
+    AUTH_WEBHOOK_ALLOWED_HOSTS: { type: 'string', minLength: 1 },
+    AUTH_WORKFLOW_MIN_INTERVAL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 10 },
     AUTH_LOG_LEVEL: { type: 'string', enum: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info' },
     AUTH_DB_RETRY_ATTEMPTS: { type: 'integer', minimum: 1, maximum: 10, default: 3 },
     AUTH_DB_BREAKER_THRESHOLD: { type: 'integer', minimum: 1, maximum: 1000, default: 5 },
@@ -68,7 +69,10 @@ export interface Config {
   readonly AUTH_METRICS_HOST: string;
   readonly AUTH_METRICS_PORT: number;
   readonly AUTH_MAX_BODY_BYTES: number;
+  /** Hosts (or host:port) workflow webhooks may call, comma-separated; none: webhooks are refused. */
   readonly AUTH_WEBHOOK_ALLOWED_HOSTS?: string;
+  /** The smallest `interval_seconds` a workflow schedule may ask for. */
+  readonly AUTH_WORKFLOW_MIN_INTERVAL_SECONDS: number;
   readonly AUTH_LOG_LEVEL: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** Attempts per database call when it fails before committing (1: no retry). */
   readonly AUTH_DB_RETRY_ATTEMPTS: number;

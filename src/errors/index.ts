@@ -84,6 +84,12 @@ export const ERRORS = {
     retryable: false,
     message: (p: MembershipParams) => `User '${p.user}' is not a member of role '${p.role}'`,
   },
+  ERR_WORKFLOW_SCHEDULE_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    message: (p: { readonly workflow: string }) => `Workflow '${p.workflow}' has no schedule`,
+  },
+  ERR_WORKFLOW_WEBHOOK_REFUSED: { status: 400, retryable: false, message: free },
   ERR_CONSISTENCY_REVISION_TIMEOUT: {
     status: 503,
     retryable: true,

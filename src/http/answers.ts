@@ -110,6 +110,11 @@ export class Answers {
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
   }
 
+  /** A success envelope of `route` around `data`, with `next_cursor` when a page was cut. */
+  envelope(route: Route, data: unknown, next?: string): string {
+    return successPrefix(route.status, route.message) + this.#serialize[route.data](data) + successTail(next);
+  }
+
   /** The body of an issued token. */
   token(route: TokenRoute, issued: IssuedToken): string {
     const value = { token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn, scope: issued.scope };

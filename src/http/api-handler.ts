@@ -12,7 +12,7 @@ import type { EngineRequest, EngineResponse, Handler } from './engine/port.ts';
 import { decodeName } from './path-names.ts';
 import { NO_QUERY, parseQuery } from './query.ts';
 import type { Responder, TenantTarget } from './responder.ts';
-import { accessOf, auditActionOf, type Route } from './routes/index.ts';
+import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from './routes/index.ts';
 import type { SlowPath } from './slow-path.ts';
 import { seriesOf } from './series.ts';
 import type { RequestMetrics } from '../metrics/requests.ts';
@@ -58,7 +58,7 @@ export class ApiHandler {
     const plan: RoutePlan = {
       route,
       fromMemory: route.kind === 'read' || route.kind === 'list',
-      paged: route.kind === 'list' || route.kind === 'log' || route.kind === 'audit',
+      paged: isPaged(route),
       log: route.kind === 'log',
       access,
       action,
@@ -136,7 +136,7 @@ export class ApiHandler {
 
   #audited(plan: RoutePlan, t: TenantTarget, req: EngineRequest, principal: Principal): AuditedRequest {
     const draft = { action: plan.action as string, resource: req.getUrl(), credential: principal.credential, requestId: t.requestId, ip: peerAddress(t.res) };
-    return new AuditedRequest(principal.tenant, draft, this.#p.audit, plan.route.kind === 'write');
+    return new AuditedRequest(principal.tenant, draft, this.#p.audit, auditCommitsWithChange(plan.route));
   }
 }
 

@@ -26,6 +26,11 @@ export class AuditedRequest {
 
   replied(status: number): void {
     if (this.#rowCommitsWithWrite && status < 300) return;
-    this.#sink.record({ ...this.draft, tenant: this.#tenant, at: timestamp(), status });
+    this.#sink.record(this.row(status));
+  }
+
+  /** The request's row with `status`, now: for the store to commit with a change (a schedule's). */
+  row(status: number): AuditRecord {
+    return { ...this.draft, tenant: this.#tenant, at: timestamp(), status };
   }
 }

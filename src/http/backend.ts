@@ -1,6 +1,10 @@
 import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
+import type { WorkflowStore } from '../workflow/records.ts';
+
+/** The workflow calls the HTTP layer makes: schedules and runs, kept in the database. */
+export type WorkflowBackend = Pick<WorkflowStore, 'putSchedule' | 'deleteSchedule' | 'schedules' | 'runs'>;
 
 /** What the HTTP layer needs from the rest of the worker; it never touches a store directly. */
 export interface Backend {
@@ -17,6 +21,8 @@ export interface Backend {
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /** The tenant's committed revision, read from the database. */
   revision(tenant: TenantId): Promise<number>;
+  /** Workflow schedules and runs. */
+  readonly workflows: WorkflowBackend;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady(): Promise<string[]>;
 }

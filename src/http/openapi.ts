@@ -1,5 +1,5 @@
 import { NAME_RULE } from '../authz/names.ts';
-import { accessOf, type Route } from './routes/index.ts';
+import { accessOf, isPaged, type Route } from './routes/index.ts';
 import { bodies, data, envelope, errorEnvelope, name } from './schemas/index.ts';
 
 const error = (description: string) => ({ description, content: { 'application/json': { schema: errorEnvelope } } });
@@ -30,8 +30,6 @@ function parametersOf(r: Route): object[] {
   return parameters;
 }
 
-const isPaged = (r: Route): boolean => r.kind === 'list' || r.kind === 'log' || r.kind === 'audit';
-
 function responsesOf(r: Route): Record<string, object> {
   const responses: Record<string, object> = {
     [r.status]: { description: r.message, content: { 'application/json': { schema: envelope(data[r.data], isPaged(r)) } } },
@@ -41,6 +39,8 @@ function responsesOf(r: Route): Record<string, object> {
   };
   if (r.params.includes('role') && r.id !== 'role.create') responses[404] = error('Role (or grant, or membership) not found');
   if (r.kind === 'write' && r.method === 'POST') responses[409] = error('Already exists');
+  if (r.id === 'workflow.unschedule' || r.id === 'workflow.runs') responses[404] = error('The workflow has no schedule');
+  if (r.id === 'workflow.schedule') responses[400] = error('Invalid name or body, or webhook host not in AUTH_WEBHOOK_ALLOWED_HOSTS');
   if (accessOf(r) === 'write') responses[403] = error("A token of scope 'read'");
   if (accessOf(r) === 'key') responses[403] = error('A token (only client keys mint tokens)');
   if (r.kind === 'token') responses[501] = error('No AUTH_JWT_SECRET_KEY configured');
@@ -90,7 +90,7 @@ export function buildOpenApi(routes: readonly Route[]): object {
   for (const r of routes) {
     const op: Record<string, unknown> = { operationId: r.id, summary: r.summary, parameters: parametersOf(r), responses: responsesOf(r), security: [{ bearer: [] }] };
     if (r.body !== undefined && r.body !== 'none') {
-      op.requestBody = { required: r.body === 'check', content: { 'application/json': { schema: bodies[r.body] } } };
+      op.requestBody = { required: r.body === 'check' || r.body === 'schedule', content: { 'application/json': { schema: bodies[r.body] } } };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }

@@ -17,7 +17,10 @@ import { Responder } from './responder.ts';
 import { RouteTable } from './route-table.ts';
 import { ROUTES } from './routes/index.ts';
 import { SlowPath } from './slow-path.ts';
+import { WorkflowAnswers, type WebhookRules } from './workflow-answers.ts';
 import { TokenAuthority } from '../crypto/tokens.ts';
+import { WebhookHosts } from '../workflow/allowed-hosts.ts';
+import { newWebhookSecret } from '../workflow/secrets.ts';
 
 export type { Backend } from './backend.ts';
 export { API_SERIES } from './series.ts';
@@ -46,12 +49,20 @@ export interface HttpServer {
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, cache, backend } = deps;
   const responder = new Responder(corsPolicy(config.AUTH_ALLOW_CORS, config.AUTH_CORS_ORIGINS), deps.log);
+  const cursors = new Cursors(deps.cursorSecret);
   const answers = new Answers(
     responder.cors,
-    new Cursors(deps.cursorSecret),
+    cursors,
     (tenant, since, limit) => backend.changes(tenant, since, limit),
     (tenant, before, limit) => backend.audit(tenant, before, limit),
     deps.metrics,
+  );
+  const workflows = new WorkflowAnswers(
+    backend.workflows,
+    cursors,
+    (route, data, next) => answers.envelope(route, data, next),
+    webhookRules(config.AUTH_WEBHOOK_ALLOWED_HOSTS),
+    config.AUTH_WORKFLOW_MIN_INTERVAL_SECONDS,
   );
   countAnswersIn(deps.metrics);
   sampleAccessLog(config.AUTH_ACCESS_LOG_SAMPLE, API_SERIES, deps.log);
@@ -64,7 +75,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     maxBodyBytes: config.AUTH_MAX_BODY_BYTES,
     answers,
     responder,
-    slow: new SlowPath(cache, backend, answers, responder, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }),
+    slow: new SlowPath(cache, backend, answers, responder, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
     drain,
     audit: { record: (row) => backend.recordAudit(row) },
     auditReads: config.AUTH_AUDIT_CHECKS,
@@ -77,4 +88,10 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   routes.finish();
   const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);
   return { port: listener.port, drain: () => drain.begin(), close: (graceMs) => drain.close(listener, graceMs) };
+}
+
+/** Webhook URLs on the hosts of AUTH_WEBHOOK_ALLOWED_HOSTS only (none listed: none allowed), and fresh secrets. */
+function webhookRules(allowedHosts: string | undefined): WebhookRules {
+  const hosts = WebhookHosts.parse(allowedHosts);
+  return { check: (url) => hosts.check(url), newSecret: newWebhookSecret };
 }

@@ -8,7 +8,8 @@ import type { Drain } from './drain.ts';
 import type { Query } from './query.ts';
 import { corked, send } from './reply.ts';
 import type { Responder, TenantTarget } from './responder.ts';
-import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WriteRoute } from './routes/index.ts';
+import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from './routes/index.ts';
+import type { WorkflowAnswers } from './workflow-answers.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { TokenAuthority, TokenScope } from '../crypto/tokens.ts';
 import type { Principal } from './credentials.ts';
@@ -33,14 +34,18 @@ export class SlowPath {
   readonly #responder: Responder;
   readonly #drain: Drain;
   readonly #tokens: TokenIssuing;
+  readonly #workflows: WorkflowAnswers;
 
-  constructor(cache: TenantCache, backend: Backend, answers: Answers, responder: Responder, drain: Drain, tokens: TokenIssuing) {
+  constructor(
+    cache: TenantCache, backend: Backend, answers: Answers, responder: Responder, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers,
+  ) {
     this.#cache = cache;
     this.#backend = backend;
     this.#answers = answers;
     this.#responder = responder;
     this.#drain = drain;
     this.#tokens = tokens;
+    this.#workflows = workflows;
   }
 
   /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
@@ -66,6 +71,7 @@ export class SlowPath {
     if (route.kind === 'log') return this.#changes(t, route, query, g);
     if (route.kind === 'audit') return this.#auditPage(t, route, query, g);
     if (route.kind === 'token') return this.#token(t, route, value, principal, g);
+    if (route.kind === 'workflow') return this.#workflow(t, route, p, query, value, g);
     return this.#read(t, route, p, query, value, g);
   }
 
@@ -85,6 +91,12 @@ export class SlowPath {
   async #auditPage(t: TenantTarget, route: AuditRoute, query: Query, g: TenantGraph): Promise<void> {
     const text = await this.#answers.auditPage(t, route, query);
     corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
+  }
+
+  /** Schedules and runs (CONTRACT.md §5): read and written in the database; the revision is not theirs to change. */
+  async #workflow(t: TenantTarget, route: WorkflowRoute, p: string[], query: Query, value: unknown, g: TenantGraph): Promise<void> {
+    const text = await this.#workflows.answer(t, route, p, query, value);
+    corked(t, () => send(t, this.#responder.cors, route.status, text, this.#revisionOr(t, g)));
   }
 
   /** POST /api/token (CONTRACT.md §3): the caller is a client key (checked with the scopes). */

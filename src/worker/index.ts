@@ -97,6 +97,7 @@ async function startWorker(
       recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
+      workflows: store,
       notReady: async () => {
         const missing: string[] = [];
         if (store.open) missing.push('database');

@@ -42,8 +42,10 @@ const BAD: readonly BadCase[] = [
   { env: { AUTH_JWT_SECRET_KEY: 'x'.repeat(31) }, names: 'AUTH_JWT_SECRET_KEY', secret: 'x'.repeat(31) },
   { env: { AUTH_AUDIT_RETENTION_DAYS: '-1' }, names: 'AUTH_AUDIT_RETENTION_DAYS', value: '-1' },
   { env: { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: 'mysql://u:pw-in-url-123@h/db' }, names: 'AUTH_POSTGRESQL_URL', secret: 'pw-in-url-123' },
-  // Features this version does not have: refused rather than silently ignored.
-  { env: { AUTH_WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com' }, names: 'AUTH_WEBHOOK_ALLOWED_HOSTS' },
+  // A malformed allow-list would refuse every webhook in silence: it stops start-up instead.
+  { env: { AUTH_WEBHOOK_ALLOWED_HOSTS: 'https://hooks.example.com' }, names: 'AUTH_WEBHOOK_ALLOWED_HOSTS', value: 'https://hooks.example.com' },
+  { env: { AUTH_WEBHOOK_ALLOWED_HOSTS: 'hooks.example.com:99999' }, names: 'AUTH_WEBHOOK_ALLOWED_HOSTS', value: 'hooks.example.com:99999' },
+  { env: { AUTH_WORKFLOW_MIN_INTERVAL_SECONDS: '0' }, names: 'AUTH_WORKFLOW_MIN_INTERVAL_SECONDS', value: '0' },
 ];
 
 /** Output lines that are the service's own (Node's own warnings aside). */

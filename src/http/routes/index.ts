@@ -5,6 +5,7 @@ import type { NameField } from '../../authz/names.ts';
 import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
 import { appError } from '../../errors/index.ts';
 import type { BodySchemaName, DataSchemaName } from '../schemas/index.ts';
+import { WORKFLOW_ROUTES } from './workflow.ts';
 
 interface RouteBase {
   /** Stable id: binds cursors, names the route in logs and in the OpenAPI document. */
@@ -61,7 +62,23 @@ export interface AuditRoute extends RouteBase {
   items(entries: readonly AuditEntry[]): unknown[];
 }
 
-export type Route = ReadRoute | ListRoute | WriteRoute | LogRoute | TokenRoute | AuditRoute;
+/** Workflow schedules and runs, kept in the database (CONTRACT.md §5, §10). */
+export interface WorkflowRoute extends RouteBase {
+  readonly kind: 'workflow';
+  readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
+}
+
+export type Route = ReadRoute | ListRoute | WriteRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+
+/** Whether the route answers a list in pages (`?limit=`, `?cursor=`, `next_cursor`). */
+export function isPaged(route: Route): boolean {
+  return route.kind === 'list' || route.kind === 'log' || route.kind === 'audit' || (route.kind === 'workflow' && route.method === 'GET');
+}
+
+/** Whether a successful request's audit row commits in the store with what it changed (not after the answer). */
+export function auditCommitsWithChange(route: Route): boolean {
+  return route.kind === 'write' || (route.kind === 'workflow' && route.method !== 'GET');
+}
 
 /**
  * What a route asks of the caller's credential (CONTRACT.md §3): `read` for GET routes and
@@ -73,7 +90,7 @@ export function accessOf(route: Route): 'read' | 'write' | 'key' {
   return route.method === 'GET' || route.id === 'check' ? 'read' : 'write';
 }
 
-/** The `action` of the route's audit rows: its change's op (`role.create` …), `token.issue`, or `read`. */
+/** The `action` of the route's audit rows: its change's op (`role.create` …), `token.issue`, `workflow.schedule`, `workflow.unschedule`, or `read`. */
 export function auditActionOf(route: Route): string {
   return accessOf(route) === 'read' ? 'read' : route.id;
 }
@@ -90,7 +107,7 @@ const asRoles = (_g: TenantGraph, names: readonly string[]) => names.map((role) 
 const p0 = (p: readonly string[]): string => p[0] as string;
 const p1 = (p: readonly string[]): string => p[1] as string;
 
-/** The 17 routes of the specification and `POST /api/check` (CONTRACT.md §5). */
+/** The routes of the specification and the contract's additions (CONTRACT.md §5), workflows last. */
 export const ROUTES: readonly Route[] = [
   {
     id: 'roles', kind: 'list', method: 'GET', path: '/api/roles', params: [], status: 200, message: 'OK', data: 'roles',
@@ -240,4 +257,5 @@ export const ROUTES: readonly Route[] = [
       return { results, all, any };
     },
   },
+  ...WORKFLOW_ROUTES,
 ];

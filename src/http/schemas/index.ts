@@ -10,6 +10,8 @@ import { NAME_PATTERN } from '../../authz/names.ts';
 export const name = { type: 'string', pattern: NAME_PATTERN, minLength: 1, maxLength: 128 } as const;
 const revision = { type: 'integer', minimum: 1, description: 'The tenant revision this write committed' } as const;
 
+const webhookUrl = { type: ['string', 'null'], description: 'null: no webhook' } as const;
+
 const obj = (properties: Record<string, object>, extra: object = {}) =>
   ({ type: 'object', additionalProperties: false, required: Object.keys(properties), properties, ...extra }) as const;
 const listOf = (item: object) => ({ type: 'array', items: item }) as const;
@@ -65,6 +67,32 @@ export const data = {
       ip: { type: 'string' },
     },
   }),
+  canRun: obj({ can_run: { type: 'boolean' } }),
+  scheduled: obj({
+    workflow: name,
+    interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    webhook_url: webhookUrl,
+    webhook_secret: { type: 'string', description: 'whsec_<base64>: signs the webhook deliveries (Standard Webhooks); shown only here' },
+  }),
+  schedules: listOf(obj({
+    workflow: name,
+    interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    webhook_url: webhookUrl,
+    last_run_at: { type: ['string', 'null'], description: 'null before the first run' },
+  })),
+  unscheduled: obj({ workflow: name }),
+  runs: listOf(obj({
+    run_at: { type: 'string' },
+    revision: { type: 'integer', minimum: 0, description: 'The client revision the run read' },
+    users_count: { type: 'integer', minimum: 0 },
+    added: listOf(name),
+    removed: listOf(name),
+    delivery: obj({
+      status: { type: 'string', enum: ['none', 'pending', 'delivered', 'failed'] },
+      attempts: { type: 'integer', minimum: 0 },
+      last_status: { type: ['integer', 'null'], description: "The receiver's last HTTP status, null before one" },
+    }),
+  })),
   check: obj({
     results: listOf(obj({ user: name, permission: name, has_permission: { type: 'boolean' } })),
     all: { type: 'boolean' },
@@ -87,6 +115,15 @@ export const bodies = {
     properties: {
       scope: { type: 'string', enum: ['read', 'write'] },
       ttl_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    },
+  },
+  schedule: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['interval_seconds'],
+    properties: {
+      interval_seconds: { type: 'integer', minimum: 1, maximum: 86400, description: 'At least AUTH_WORKFLOW_MIN_INTERVAL_SECONDS (default 10)' },
+      webhook_url: { type: ['string', 'null'], maxLength: 2048, description: 'http(s) URL on a host of AUTH_WEBHOOK_ALLOWED_HOSTS' },
     },
   },
   check: {
