@@ -54,6 +54,12 @@ export const METRICS = {
   dbRetries: spec('rbac_db_retries_total', 'counter', 'Database calls tried again after a failure before committing'),
   dbCircuit: spec('rbac_db_circuit_state', 'gauge', 'Database circuit: 0 closed, 1 half-open, 2 open (the worst worker)', [], { aggregation: 'max' }),
   workerRestarts: spec('rbac_worker_restarts_total', 'counter', 'HTTP workers replaced after they died'),
+  workflowRuns: spec('rbac_workflow_runs_total', 'counter', 'Workflow schedule runs made by this instance (ok) or failed (error)', ['result']),
+  workflowRunDuration: spec('rbac_workflow_run_duration_seconds', 'histogram', 'Time to make one workflow run (holders, diff, record)', [], {
+    buckets: SLOW_BUCKETS,
+  }),
+  webhookDeliveries: spec('rbac_webhook_deliveries_total', 'counter', 'Webhook delivery attempts by outcome: delivered, pending (a retry follows) or failed (no retry left)', ['result']),
+  schedulerLeader: spec('rbac_workflow_scheduler_leader', 'gauge', '1 while this instance holds the workflow scheduler lease', [], { aggregation: 'first' }),
   buildInfo: spec('rbac_build_info', 'gauge', 'Always 1: the version, Node.js and HTTP engine running', ['version', 'node', 'engine'], {
     aggregation: 'first',
   }),

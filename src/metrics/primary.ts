@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { AggregatorRegistry, Counter, Gauge, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import type { Logger } from '../log/index.ts';
 import { METRICS } from './definitions.ts';
 import type { MetricJson } from './requests.ts';
@@ -18,16 +18,41 @@ export interface BuildInfo {
 export class PrimaryMetrics {
   readonly #registry = new Registry();
   readonly #restarts: Counter;
+  readonly #runs: Counter;
+  readonly #runDuration: Histogram;
+  readonly #deliveries: Counter;
+  readonly #leader: Gauge;
 
   constructor(build: BuildInfo) {
     const r = this.#registry;
     this.#restarts = new Counter({ name: METRICS.workerRestarts.name, help: METRICS.workerRestarts.help, registers: [r] });
+    const { workflowRuns: runs, workflowRunDuration: took, webhookDeliveries: sent, schedulerLeader: leads } = METRICS;
+    this.#runs = new Counter({ name: runs.name, help: runs.help, labelNames: [...runs.labels], registers: [r] });
+    this.#runDuration = new Histogram({ name: took.name, help: took.help, buckets: [...(took.buckets ?? [])], registers: [r] });
+    this.#deliveries = new Counter({ name: sent.name, help: sent.help, labelNames: [...sent.labels], registers: [r] });
+    this.#leader = new Gauge({ name: leads.name, help: leads.help, registers: [r] });
+    for (const result of ['ok', 'error']) this.#runs.inc({ result }, 0);
+    for (const result of ['delivered', 'pending', 'failed']) this.#deliveries.inc({ result }, 0);
     const info = new Gauge({ name: METRICS.buildInfo.name, help: METRICS.buildInfo.help, labelNames: [...METRICS.buildInfo.labels], registers: [r] });
     info.set({ ...build }, 1);
   }
 
   restarted(): void {
     this.#restarts.inc();
+  }
+
+  workflowRun(seconds: number, ok: boolean): void {
+    this.#runs.inc({ result: ok ? 'ok' : 'error' });
+    if (ok) this.#runDuration.observe(seconds);
+  }
+
+  /** One attempt's outcome: `pending` when a retry follows. */
+  webhookDelivery(status: 'pending' | 'delivered' | 'failed'): void {
+    this.#deliveries.inc({ result: status });
+  }
+
+  schedulerLeader(leader: boolean): void {
+    this.#leader.set(leader ? 1 : 0);
   }
 
   /** The text exposition of everything, given the workers' snapshots. */

@@ -8,6 +8,7 @@ import { Supervisor } from './supervisor.ts';
 import { WorkerScrape } from './scrape.ts';
 import { PrimaryMetrics, startMetricsServer } from '../metrics/primary.ts';
 import { BUILD } from '../config/build.ts';
+import { startWorkflowScheduler, type RunningScheduler } from './workflows.ts';
 
 /** How long a write waits for the other workers to apply it before the laggard is replaced. */
 const ACK_TIMEOUT_MS = 2000;
@@ -32,14 +33,20 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   process.on('SIGTERM', () => supervisor.drainThenStop());
   process.on('SIGINT', () => supervisor.drainThenStop());
   const { AUTH_SERVER_HOST: host, AUTH_SERVER_PORT: port } = config;
+  let scheduler: RunningScheduler | undefined;
   portIsFree(host, port).then(
-    () => supervisor.start(),
+    () => {
+      supervisor.start();
+      scheduler = startWorkflowScheduler(config, log, metrics);
+    },
     (err: unknown) => {
       const why = err instanceof Error && 'code' in err ? String(err.code) : String(err);
       supervisor.fatal(`cannot listen on ${host}:${port} (${why})`);
     },
   );
-  return supervisor.done;
+  const code = await supervisor.done;
+  await scheduler?.stop();
+  return code;
 }
 
 /** `GET /metrics` on its own port (AUTH_METRICS_PORT; 0 turns it off); false after one line on stderr when it cannot listen. */

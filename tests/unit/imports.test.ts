@@ -29,14 +29,15 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   config: [],
   crypto: [],
   errors: [],
-  http: ['audit', 'authz', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time'], // never store: reads via cache
+  http: ['audit', 'authz', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time', 'workflow'], // never store: reads via cache
   invalidation: ['authz', 'log'],
   log: [],
   metrics: ['log'],
-  pool: ['audit', 'authz', 'crypto', 'errors', 'store'],
-  primary: ['config', 'http', 'invalidation', 'log', 'metrics'],
-  store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time'],
+  pool: ['audit', 'authz', 'crypto', 'errors', 'store', 'workflow'],
+  primary: ['config', 'http', 'invalidation', 'log', 'metrics', 'pool', 'store', 'workflow'], // pool, store: the scheduler's own store
+  store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time', 'workflow'],
   time: [],
+  workflow: ['audit', 'authz', 'log'],
   worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'log', 'metrics', 'pool', 'primary', 'store'], // primary: see NARROW
 };
 
@@ -57,6 +58,7 @@ const DRIVERS: Readonly<Record<string, string>> = {
   piscina: 'pool/',
   'prom-client': 'metrics/',
   jose: 'crypto/',
+  standardwebhooks: 'workflow/webhook.ts',
 };
 
 /** Folders with no I/O: no Node.js built-in, with or without the node: prefix. */

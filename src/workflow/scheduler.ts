@@ -1,0 +1,156 @@
+import type { Logger } from '../log/index.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, WorkflowStore } from './records.ts';
+
+/** What the scheduler reports (the primary's metrics); every call is cheap and never throws. */
+export interface SchedulerEvents {
+  ran(seconds: number, ok: boolean): void;
+  delivered(update: DeliveryUpdate): void;
+  leading(leader: boolean): void;
+}
+
+export interface SchedulerOptions {
+  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'>;
+  /** Makes one delivery attempt and says what to record on the run (it never throws). */
+  readonly deliver: (job: DeliveryJob) => Promise<DeliveryUpdate>;
+  /** Names this process in the lease (host, pid and a random part: unique across restarts). */
+  readonly owner: string;
+  /** How long a lease lasts without renewal: how soon another instance takes over a dead holder. */
+  readonly leaseMs: number;
+  /** How often the leader looks for due schedules and deliveries. */
+  readonly tickMs: number;
+  readonly newWebhookId: () => string;
+  readonly log: Logger;
+  readonly events: SchedulerEvents;
+}
+
+/** Schedules run per tick at most; the rest wait for the next tick (runs are database work). */
+const RUNS_PER_TICK = 50;
+/** Deliveries in flight at once: a slow receiver holds one slot for at most the 5 s timeout. */
+const MAX_DELIVERIES = 16;
+/** A claimed delivery is tried again after this long if its attempt never reported (the claimer died). */
+const DELIVERY_CLAIM_MS = 15_000;
+/** At shutdown, how long deliveries in flight may take to record their outcome. */
+const STOP_GRACE_MS = 2_000;
+
+/**
+ * The workflow scheduler (CONTRACT.md §10), run in the primary: it owns no socket and no graph;
+ * runs are made by the store in one transaction each, off this event loop (pool threads).
+ * Exactly one instance leads at a time, under a lease in the database renewed every quarter of
+ * its length; only the leader runs due schedules and delivers webhooks. The store's run is also
+ * conditional on the schedule still being due, so even two leaders (a paused process whose lease
+ * ran out) cannot make the same run twice.
+ */
+export class Scheduler {
+  readonly #o: SchedulerOptions;
+  #leader = false;
+  #stopped = false;
+  #leaseTimer: NodeJS.Timeout | undefined;
+  #tickTimer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  readonly #deliveries = new Set<Promise<void>>();
+  #lastProblem = '';
+
+  constructor(options: SchedulerOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    const renew = (): void => void this.#renewLease();
+    renew();
+    this.#leaseTimer = setInterval(renew, Math.max(50, Math.floor(this.#o.leaseMs / 4)));
+    this.#tickTimer = setInterval(() => {
+      if (this.#leader && this.#ticking === undefined) this.#ticking = this.#tick().finally(() => (this.#ticking = undefined));
+    }, this.#o.tickMs);
+    this.#leaseTimer.unref();
+    this.#tickTimer.unref();
+  }
+
+  get leader(): boolean {
+    return this.#leader;
+  }
+
+  /** Stops ticking, lets deliveries in flight record their outcome (briefly), and gives the lease up. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#leaseTimer);
+    clearInterval(this.#tickTimer);
+    await this.#ticking;
+    await Promise.race([Promise.allSettled([...this.#deliveries]), new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
+    if (this.#leader) await this.#o.store.releaseLease(this.#o.owner).catch(() => undefined);
+    this.#setLeader(false);
+  }
+
+  async #renewLease(): Promise<void> {
+    try {
+      const held = await this.#o.store.takeLease(this.#o.owner, Date.now(), this.#o.leaseMs);
+      if (!this.#stopped) this.#setLeader(held);
+      this.#problem('');
+    } catch (err) {
+      // Unsure whether the lease is still ours: stop leading; the per-run check keeps runs single anyway.
+      this.#setLeader(false);
+      this.#problem(describe(err), 'workflow scheduler cannot reach the database');
+    }
+  }
+
+  #setLeader(leader: boolean): void {
+    if (leader === this.#leader) return;
+    this.#leader = leader;
+    this.#o.events.leading(leader);
+    this.#o.log.info(leader ? 'workflow scheduler leads' : 'workflow scheduler stands by', { owner: this.#o.owner });
+  }
+
+  async #tick(): Promise<void> {
+    try {
+      const due = await this.#o.store.dueSchedules(Date.now(), RUNS_PER_TICK);
+      for (const d of due) {
+        if (this.#stopped || !this.#leader) return;
+        await this.#run(d);
+      }
+      await this.#startDeliveries();
+      this.#problem('');
+    } catch (err) {
+      this.#problem(describe(err), 'workflow scheduler tick failed');
+    }
+  }
+
+  async #run(due: DueSchedule): Promise<void> {
+    const started = performance.now();
+    try {
+      const run = await this.#o.store.runSchedule(due, Date.now(), this.#o.newWebhookId());
+      if (run !== undefined) this.#o.events.ran((performance.now() - started) / 1000, true);
+    } catch (err) {
+      this.#o.events.ran((performance.now() - started) / 1000, false);
+      throw err;
+    }
+  }
+
+  async #startDeliveries(): Promise<void> {
+    const room = MAX_DELIVERIES - this.#deliveries.size;
+    if (room <= 0 || this.#stopped) return;
+    const jobs = await this.#o.store.claimDeliveries(Date.now(), DELIVERY_CLAIM_MS, room);
+    for (const job of jobs) {
+      const attempt = this.#attempt(job).finally(() => this.#deliveries.delete(attempt));
+      this.#deliveries.add(attempt);
+    }
+  }
+
+  /** One attempt and its outcome recorded; a failure to record leaves the claim to expire and the attempt to be made again. */
+  async #attempt(job: DeliveryJob): Promise<void> {
+    const update = await this.#o.deliver(job);
+    try {
+      await this.#o.store.recordDelivery(update);
+      this.#o.events.delivered(update);
+    } catch (err) {
+      this.#problem(describe(err), 'workflow delivery outcome not recorded');
+    }
+  }
+
+  /** Logs a problem once until it changes or clears, so a database outage is one line, not four a second. */
+  #problem(why: string, message = ''): void {
+    if (why === this.#lastProblem) return;
+    this.#lastProblem = why;
+    if (why !== '') this.#o.log.warn(message, { error: why });
+  }
+}
+
+const describe = (err: unknown): string => (err instanceof Error ? err.message : String(err));
