@@ -9,7 +9,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { RbacClient, type ApiResult, type PageOptions } from '../../src/client/index.ts';
@@ -17,6 +17,7 @@ import { TIMESTAMP_RE } from '../helpers/contract.ts';
 import { decodeJwt } from '../helpers/jwt.ts';
 import type { AuditRow } from '../../src/client/index.ts';
 import { rememberSecret, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
+import { descendants } from '../helpers/processes.ts';
 
 const ON_POSTGRES = process.env.AUTH_TEST_DATABASE === 'postgresql';
 const SQLITE_ONLY = ON_POSTGRES ? 'a SQLite file case: it runs in the SQLite pass' : false;
@@ -541,30 +542,6 @@ test('AUTH_AUDIT_RETENTION_DAYS=1 deletes older rows (in batches) soon after sta
 
 // ---- process helpers ----------------------------------------------------------------------------
 
-/** Pids of every descendant of `pid` (the service's workers), from /proc. */
-function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-  }
-  const out: number[] = [];
-  const walk = (p: number): void => {
-    for (const child of children.get(p) ?? []) {
-      out.push(child);
-      walk(child);
-    }
-  };
-  walk(pid);
-  return out;
-}
 
 /** SIGKILL to the workers and the primary, all in one synchronous step; returns the workers' pids. */
 function killAll(srv: RunningServer): number[] {

@@ -79,3 +79,31 @@ export async function writeOne(store: BatchStore, tenant: TenantId, change: Chan
   if (!settled.ok) throw fromWire(settled.error);
   return settled.value;
 }
+
+/** Every cell of every table (but the migrations' own names) as text: bytea read as UTF-8. */
+export async function rawCells(backend: StoreBackend, settings: StoreSettings): Promise<Map<string, string[]>> {
+  const cells = new Map<string, string[]>();
+  const text = (v: unknown): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
+  if (backend.name === 'sqlite') {
+    const db = new Database(settings.sqlitePath, { readonly: true });
+    try {
+      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
+      for (const name of tables) cells.set(name, (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
+    } finally {
+      db.close();
+    }
+    return cells;
+  }
+  const c = new pg.Client({ connectionString: settings.postgresql?.url });
+  await c.connect();
+  try {
+    const { rows } = await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'schema_migrations'`);
+    for (const { name } of rows) {
+      const res = await c.query({ text: `SELECT * FROM "${name}"`, rowMode: 'array' });
+      cells.set(name, (res.rows as unknown[][]).flat().map(text));
+    }
+  } finally {
+    await c.end();
+  }
+  return cells;
+}

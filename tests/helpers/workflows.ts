@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import type { ApiResult, CallOptions, PageOptions, RbacClient } from '../../src/client/index.ts';
 import { TIMESTAMP_RE } from './contract.ts';
 import { rememberSecret } from './leak-record.ts';
 import type { RunningServer } from './server.ts';
+import { descendants } from './processes.ts';
 
 export interface ScheduleCreated {
   workflow: string;
@@ -188,30 +188,6 @@ export async function walkRuns(c: RbacClient, workflow: string, limit: number): 
   }
 }
 
-/** Pids of every descendant of `pid` (an instance's workers), from /proc. */
-export function descendants(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-  }
-  const out: number[] = [];
-  const walk = (p: number): void => {
-    for (const child of children.get(p) ?? []) {
-      out.push(child);
-      walk(child);
-    }
-  };
-  walk(pid);
-  return out;
-}
 
 /**
  * SIGKILL to an instance's primary and, in the same synchronous step, to its workers: a crash of

@@ -9,8 +9,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import type { AuditOfWrite, AuditRecord } from '../../src/audit/record.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
@@ -19,7 +17,7 @@ import { EncryptedStore } from '../../src/store/encrypted.ts';
 import { encryptedMark, PLAINTEXT_MARK } from '../../src/store/encryption-mark.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
 import type { StoreAdapter } from '../../src/store/port.ts';
-import { postgresBackend, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
+import { postgresBackend, rawCells, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant as tenant } from '../helpers/tenants.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/;
@@ -42,34 +40,6 @@ function auditOf(change: Change, resource: string, status = 201): AuditOfWrite {
 /** A row recorded apart from a write (a failed request, a read). */
 function row(t: TenantId, at: string, resource: string, status = 404): AuditRecord {
   return { tenant: t, at, action: 'role.delete', resource, status, credential: 'key:0123456789ab', requestId: randomBytes(8).toString('hex'), ip: '::1' };
-}
-
-/** Every cell of every table (but the migrations' own names) as text: bytea read as UTF-8. */
-async function rawCells(backend: StoreBackend, settings: StoreSettings): Promise<Map<string, string[]>> {
-  const cells = new Map<string, string[]>();
-  const text = (v: unknown): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
-  if (backend.name === 'sqlite') {
-    const db = new Database(settings.sqlitePath, { readonly: true });
-    try {
-      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
-      for (const name of tables) cells.set(name, (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
-    } finally {
-      db.close();
-    }
-    return cells;
-  }
-  const c = new pg.Client({ connectionString: settings.postgresql?.url });
-  await c.connect();
-  try {
-    const { rows } = await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'schema_migrations'`);
-    for (const { name } of rows) {
-      const res = await c.query({ text: `SELECT * FROM "${name}"`, rowMode: 'array' });
-      cells.set(name, (res.rows as unknown[][]).flat().map(text));
-    }
-  } finally {
-    await c.end();
-  }
-  return cells;
 }
 
 function suite(backend: StoreBackend): void {

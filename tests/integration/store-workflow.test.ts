@@ -10,8 +10,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3';
-import pg from 'pg';
 import type { AuditRecord } from '../../src/audit/record.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
@@ -20,7 +18,7 @@ import { EncryptedStore } from '../../src/store/encrypted.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
 import type { StoreAdapter } from '../../src/store/port.ts';
 import type { RunEntry, ScheduleInput } from '../../src/workflow/records.ts';
-import { postgresBackend, sqliteBackend, type StoreBackend } from '../helpers/store-backends.ts';
+import { postgresBackend, rawCells, sqliteBackend, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant as tenant } from '../helpers/tenants.ts';
 
 /** 2030-01-01T00:00:00Z: the tests' clock starts here, far from the real one. */
@@ -51,30 +49,6 @@ const role = (name: string): Change => ({ op: 'role.create', role: name, descrip
 /** The run's diff and size, what these tests compare. */
 const diff = (r: RunEntry | undefined): unknown => r && { added: r.added, removed: r.removed, usersCount: r.usersCount };
 
-/** Every cell of every table (but the migrations' own) as text. */
-async function rawCells(backend: StoreBackend, settings: StoreSettings): Promise<Map<string, string[]>> {
-  const cells = new Map<string, string[]>();
-  const text = (v: unknown): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
-  if (backend.name === 'sqlite') {
-    const db = new Database(settings.sqlitePath, { readonly: true });
-    try {
-      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
-      for (const name of tables) cells.set(name, (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
-    } finally {
-      db.close();
-    }
-    return cells;
-  }
-  const c = new pg.Client({ connectionString: settings.postgresql?.url });
-  await c.connect();
-  try {
-    const { rows } = await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'schema_migrations'`);
-    for (const { name } of rows) cells.set(name, ((await c.query({ text: `SELECT * FROM "${name}"`, rowMode: 'array' })).rows as unknown[][]).flat().map(text));
-  } finally {
-    await c.end();
-  }
-  return cells;
-}
 
 function suite(backend: StoreBackend): void {
   describe(`workflow schedules and runs: ${backend.name}`, async () => {
