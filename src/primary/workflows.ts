@@ -66,8 +66,9 @@ export function leaseMsFor(minIntervalSeconds: number): number {
   return Math.min(5_000, Math.max(1_000, minIntervalSeconds * 1000));
 }
 
+/** The instance's store, as background work (a lower CPU priority), with few connections. */
 function schedulerSettings(config: Config): StoreSettings {
-  const settings = storeSettings(config);
+  const settings: StoreSettings = { ...storeSettings(config), background: true };
   const pg = settings.postgresql;
   return pg === undefined ? settings : { ...settings, postgresql: { ...pg, poolMax: Math.min(SCHEDULER_CONNECTIONS, pg.poolMax) } };
 }

@@ -11,6 +11,11 @@ export interface StoreSettings {
   readonly postgresql?: PostgresSettings;
   /** AUTH_ENCRYPTION_KEY when field encryption is on (CONTRACT.md §8). */
   readonly encryptionKey?: string;
+  /**
+   * Background work (the workflow scheduler's runs): its threads run at a lower CPU priority, so
+   * that on a busy machine the HTTP workers' checks get the CPU first.
+   */
+  readonly background?: boolean;
 }
 
 export interface PostgresSettings {

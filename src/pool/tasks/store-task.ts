@@ -1,5 +1,6 @@
 // Runs in a pool thread: one store connection per thread, opened on the first task. Each
 // adapter has its own task file (sqlite-task, postgres-task), so a thread loads one driver.
+import { setPriority } from 'node:os';
 import { workerData } from 'piscina';
 import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
@@ -88,9 +89,20 @@ async function openChecked(open: (settings: StoreSettings) => StoreAdapter, sett
   }
 }
 
+/** The nice value of a background store thread: it yields a contended CPU to the HTTP workers. */
+const BACKGROUND_NICE = 10;
+
 /** The task function of a pool thread whose store `open` opens. */
 export function storeTask(open: (settings: StoreSettings) => StoreAdapter): (task: Task) => Promise<TaskReply<Task['kind']>> {
   let opening: Promise<StoreAdapter> | undefined;
+  // On Linux a nice value is a thread's own (pid 0 is the calling thread): only this thread yields.
+  if ((workerData as StoreSettings).background === true) {
+    try {
+      setPriority(0, BACKGROUND_NICE);
+    } catch {
+      // Not permitted here (some sandboxes): the thread runs at normal priority.
+    }
+  }
   return async (task) => {
     try {
       // A failed opening (the database down at start-up) is tried again by the next task.
