@@ -92,7 +92,8 @@ export function workflowStatements(db: Database.Database, retain: (s: Database.S
     if (st.schedule.get(tenant, workflow) === undefined) return undefined;
     return (st.runs.all(tenant, workflow, before ?? Number.MAX_SAFE_INTEGER, limit) as Row[]).map(runOf);
   });
-  const run = db.transaction((due: DueSchedule, nowMs: number, webhookId: string) => runDue(st, due, nowMs, webhookId));
+  const read = db.transaction((due: DueSchedule, nowMs: number) => readRun(st, due, nowMs));
+  const write = db.transaction((due: DueSchedule, plan: RunPlan, nowMs: number, webhookId: string) => writeRun(st, due, plan, nowMs, webhookId));
   const claim = db.transaction((nowMs: number, claimMs: number, limit: number) => claimDue(st, nowMs, claimMs, limit));
   return {
     putSchedule(s: ScheduleInput, nowMs: number, audit: AuditRecord): void {
@@ -117,8 +118,14 @@ export function workflowStatements(db: Database.Database, retain: (s: Database.S
       // Read back from the database, where only hashed keys are ever written: TenantIds again.
       return (st.due.all(nowMs, limit) as Row[]).map((r) => ({ tenant: String(r.client_hash) as TenantId, workflow: String(r.workflow) }));
     },
+    /**
+     * Reads in a snapshot (WAL: writers go on meanwhile), then writes the run in a short write
+     * transaction that first checks the schedule is as read: the write lock is held for the
+     * diff's rows, not for reading the holders.
+     */
     runSchedule(due: DueSchedule, nowMs: number, webhookId: string): RunEntry | undefined {
-      return run.immediate(due, nowMs, webhookId);
+      const plan = read.deferred(due, nowMs);
+      return plan === undefined ? undefined : write.immediate(due, plan, nowMs, webhookId);
     },
     claimDeliveries(nowMs: number, claimMs: number, limit: number): DeliveryJob[] {
       return claim.immediate(nowMs, claimMs, limit);
@@ -129,37 +136,63 @@ export function workflowStatements(db: Database.Database, retain: (s: Database.S
   };
 }
 
+/** What a run read in its snapshot: the schedule as it was, the revision, and the diff to record. */
+interface RunPlan {
+  readonly nextRunAt: number;
+  readonly holdersRevision: number | null;
+  readonly intervalSeconds: number;
+  readonly hooked: boolean;
+  readonly revision: number;
+  readonly added: string[];
+  readonly removed: string[];
+  readonly count: number;
+}
+
 /**
- * Inside `BEGIN IMMEDIATE` (one writer, one snapshot): the run of a schedule still due. Who holds
- * the permission now is read from the grants, who held it at the last run from
- * `workflow_holders`; only the difference is written. At the revision of the last run nothing can
- * have changed, and nothing is read: a steady schedule costs a few row look-ups per run.
+ * Inside a read transaction (one snapshot): the run of a schedule still due. Who holds the
+ * permission now is read from the grants, who held it at the last run from `workflow_holders`.
+ * At the revision of the last run nothing can have changed, and nothing is read: a steady
+ * schedule costs a few row look-ups per run.
  */
-function runDue(st: Statements, due: DueSchedule, nowMs: number, webhookId: string): RunEntry | undefined {
+function readRun(st: Statements, due: DueSchedule, nowMs: number): RunPlan | undefined {
   const schedule = st.schedule.get(due.tenant, due.workflow) as Row | undefined;
   if (schedule === undefined || Number(schedule.next_run_at) > nowMs) return undefined;
   const tenant = st.tenant.get(due.tenant) as Row | undefined;
   const revision = tenant === undefined ? 0 : Number(tenant.revision);
-  const { added, removed, count } = schedule.holders_revision !== null && Number(schedule.holders_revision) === revision
+  const holdersRevision = schedule.holders_revision === null ? null : Number(schedule.holders_revision);
+  const { added, removed, count } = holdersRevision === revision
     ? { added: [], removed: [], count: Number(schedule.holders_count) }
-    : updateHolders(st, due, tenant);
-  const [addedJson, removedJson] = [JSON.stringify(added), JSON.stringify(removed)];
+    : diffHolders(st, due, tenant);
+  const hooked = Number(schedule.hooked) === 1;
+  return { nextRunAt: Number(schedule.next_run_at), holdersRevision, intervalSeconds: Number(schedule.interval_seconds), hooked, revision, added, removed, count };
+}
+
+/**
+ * Inside `BEGIN IMMEDIATE`: records the run read by {@link readRun}, unless the schedule changed
+ * since (another run advanced it, or it was replaced or deleted: then the next tick reads again).
+ * Its holders are still those the diff was made against: only runs change them, and every run
+ * moves the schedule's time.
+ */
+function writeRun(st: Statements, due: DueSchedule, plan: RunPlan, nowMs: number, webhookId: string): RunEntry | undefined {
+  const now = st.schedule.get(due.tenant, due.workflow) as Row | undefined;
+  if (now === undefined || Number(now.next_run_at) !== plan.nextRunAt) return undefined;
+  if ((now.holders_revision === null ? null : Number(now.holders_revision)) !== plan.holdersRevision) return undefined;
+  const [addedJson, removedJson] = [JSON.stringify(plan.added), JSON.stringify(plan.removed)];
+  if (plan.added.length > 0) st.addHolders.run(due.tenant, due.workflow, addedJson);
+  if (plan.removed.length > 0) st.dropHolders.run(due.tenant, due.workflow, removedJson);
   const runAt = timestampAt(nowMs);
-  const delivery = deliveryOf(Number(schedule.hooked) === 1, webhookId, nowMs);
-  const values = [due.tenant, due.workflow, runAt, revision, count, addedJson, removedJson, delivery.status, delivery.webhookId, delivery.nextAttemptAt];
+  const delivery = deliveryOf(plan.hooked, webhookId, nowMs);
+  const values = [due.tenant, due.workflow, runAt, plan.revision, plan.count, addedJson, removedJson, delivery.status, delivery.webhookId, delivery.nextAttemptAt];
   const id = Number((st.insertRun.get(...values) as Row).id);
-  const next = nextRunAt(Number(schedule.next_run_at), Number(schedule.interval_seconds), nowMs);
-  st.advance.run(runAt, next, revision, count, due.tenant, due.workflow);
+  st.advance.run(runAt, nextRunAt(plan.nextRunAt, plan.intervalSeconds, nowMs), plan.revision, plan.count, due.tenant, due.workflow);
+  const { revision, added, removed, count } = plan;
   return { id, workflow: due.workflow, runAt, revision, usersCount: count, added, removed, delivery: { status: delivery.status, attempts: 0, lastStatus: null } };
 }
 
-/** Reads who holds the workflow now, diffs it against `workflow_holders` and brings that up to date. */
-function updateHolders(st: Statements, due: DueSchedule, tenant: Row | undefined): { added: string[]; removed: string[]; count: number } {
+/** Who holds the workflow now, diffed against `workflow_holders` (the users of the last run). */
+function diffHolders(st: Statements, due: DueSchedule, tenant: Row | undefined): { added: string[]; removed: string[]; count: number } {
   const now = tenant === undefined ? [] : (st.holdersNow.all(tenant.id, due.workflow) as string[]);
-  const { added, removed } = diff(now, st.holdersBefore.all(due.tenant, due.workflow) as string[]);
-  if (added.length > 0) st.addHolders.run(due.tenant, due.workflow, JSON.stringify(added));
-  if (removed.length > 0) st.dropHolders.run(due.tenant, due.workflow, JSON.stringify(removed));
-  return { added, removed, count: now.length };
+  return { ...diff(now, st.holdersBefore.all(due.tenant, due.workflow) as string[]), count: now.length };
 }
 
 /**
