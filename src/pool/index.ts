@@ -24,8 +24,11 @@ export class PooledStore implements BatchStore {
   readonly #connections: number;
   #running = 0;
 
-  /** `threads` is an upper bound: see {@link planThreads} for how PostgreSQL connections are shared. */
-  constructor(settings: StoreSettings, threads: number) {
+  /**
+   * `threads` is an upper bound: see {@link planThreads} for how PostgreSQL connections are shared.
+   * `onThreadError` hears of a thread that failed outside any task (piscina replaces it).
+   */
+  constructor(settings: StoreSettings, threads: number, onThreadError: (err: unknown) => void = () => undefined) {
     const plan = planThreads(settings, threads);
     this.#pool = new Piscina({
       // One task file per adapter, so a thread loads only its driver: the store factory inside
@@ -40,6 +43,8 @@ export class PooledStore implements BatchStore {
       maxThreads: plan.threads,
       concurrentTasksPerWorker: plan.concurrency,
     });
+    // Unheard, piscina's 'error' event would throw and take the whole process down with the thread.
+    this.#pool.on('error', onThreadError);
     this.writeSlots = settings.type === 'sqlite' ? 1 : plan.threads * plan.concurrency;
     this.#connections = plan.threads * plan.concurrency;
   }

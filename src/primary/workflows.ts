@@ -25,7 +25,7 @@ export interface RunningScheduler {
  * webhook sender, under the lease every instance of one database competes for.
  */
 export function startWorkflowScheduler(config: Config, log: Logger, metrics: PrimaryMetrics): RunningScheduler {
-  const store = new PooledStore(schedulerSettings(config), 1);
+  const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { error: String(err) }));
   const hosts = WebhookHosts.parse(config.AUTH_WEBHOOK_ALLOWED_HOSTS);
   const scheduler = new Scheduler({
     store,

@@ -133,7 +133,7 @@ async function startWorker(
 
 /** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
 function openResilientStore(config: Config, log: Logger, retried: () => void): { pooled: PooledStore; store: ResilientStore } {
-  const pooled = new PooledStore(storeSettings(config), POOL_THREADS);
+  const pooled = new PooledStore(storeSettings(config), POOL_THREADS, (err) => log.warn('store thread failed; replaced', { error: String(err) }));
   const breaker = new CircuitBreaker({
     threshold: config.AUTH_DB_BREAKER_THRESHOLD,
     cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
