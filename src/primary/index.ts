@@ -8,7 +8,7 @@ import { Supervisor } from './supervisor.ts';
 import { WorkerScrape } from './scrape.ts';
 import { PrimaryMetrics, startMetricsServer } from '../metrics/primary.ts';
 import { BUILD } from '../config/build.ts';
-import { startWorkflowScheduler, type RunningScheduler } from './workflows.ts';
+import type { RunningScheduler } from './workflows.ts';
 
 /** How long a write waits for the other workers to apply it before the laggard is replaced. */
 const ACK_TIMEOUT_MS = 2000;
@@ -28,24 +28,26 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log, !config.AUTH_ENABLE_ENCRYPTION);
   const scrape = new WorkerScrape();
   const metrics = new PrimaryMetrics({ version: BUILD.version, node: process.version, engine: engine.name });
-  const supervisor = new Supervisor(config, log, engine.name, relay, { scrape, restarted: () => metrics.restarted() });
+  let scheduler: Promise<RunningScheduler> | undefined;
+  // Loaded and started once the workers listen: its modules (the pool, the webhook sender) and
+  // its store thread's start-up do not delay theirs.
+  const listening = (): void => {
+    scheduler ??= import('./workflows.ts').then((m) => m.startWorkflowScheduler(config, log, metrics));
+  };
+  const supervisor = new Supervisor(config, log, engine.name, relay, { scrape, restarted: () => metrics.restarted(), listening });
   if (!(await serveMetrics(config, log, metrics, scrape))) return 2;
   process.on('SIGTERM', () => supervisor.drainThenStop());
   process.on('SIGINT', () => supervisor.drainThenStop());
   const { AUTH_SERVER_HOST: host, AUTH_SERVER_PORT: port } = config;
-  let scheduler: RunningScheduler | undefined;
   portIsFree(host, port).then(
-    () => {
-      supervisor.start();
-      scheduler = startWorkflowScheduler(config, log, metrics);
-    },
+    () => supervisor.start(),
     (err: unknown) => {
       const why = err instanceof Error && 'code' in err ? String(err.code) : String(err);
       supervisor.fatal(`cannot listen on ${host}:${port} (${why})`);
     },
   );
   const code = await supervisor.done;
-  await scheduler?.stop();
+  await (await scheduler)?.stop();
   return code;
 }
 

@@ -11,6 +11,8 @@ export interface SupervisorHooks {
   readonly scrape: WorkerScrape;
   /** A worker died and is being replaced. */
   readonly restarted: () => void;
+  /** Every worker of the first start listens (once). */
+  readonly listening: () => void;
 }
 
 /** Workers get this long to finish requests in flight on shutdown, plus a margin to exit. */
@@ -132,6 +134,7 @@ export class Supervisor {
     this.#phase = 'running';
     const c = this.#config;
     this.#log.info('listening', { host: c.AUTH_SERVER_HOST, port, workers: c.AUTH_WORKERS, database: c.AUTH_DATABASE_TYPE, engine: this.#engine });
+    this.#hooks.listening();
   }
 
   #exited(w: Worker, code: number, signal: string): void {

@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureBuilt } from '../helpers/build.ts';
 import { engineEnv, freePort, ROOT, tempDir } from '../helpers/server.ts';
+import { descendants } from '../helpers/processes.ts';
 
 before(ensureBuilt);
 
@@ -55,7 +56,18 @@ test('npm start serves compiled JavaScript within 3 s, and SIGTERM ends it with 
   let output = '';
   npm.stdout?.on('data', (c: Buffer) => (output += c.toString()));
   npm.stderr?.on('data', (c: Buffer) => (output += c.toString()));
-  t.after(() => npm.kill('SIGKILL'));
+  t.after(() => {
+    // After a failed assertion the service still runs: killing npm alone would orphan it, and the
+    // output pipes it inherited would keep this test's process waiting for them forever.
+    for (const pid of descendants(npm.pid as number)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
+    npm.kill('SIGKILL');
+  });
 
   let answeredAfter: number | undefined;
   while (answeredAfter === undefined && Date.now() - spawnedAt < 15_000 && npm.exitCode === null) {
