@@ -23,7 +23,6 @@ import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { Change, Snapshot } from '../src/authz/changes.ts';
 import type { TenantId } from '../src/authz/tenant.ts';
@@ -34,7 +33,7 @@ import type { StoreAdapter } from '../src/store/port.ts';
 import { generate, type Dataset } from './dataset.ts';
 import { runMain, timeLimit } from './procs.ts';
 import { fmtMs, median, table } from './stats.ts';
-import { ADMIN_URL, freshDatabase, withClient } from './databases.ts';
+import { ADMIN_URL, copyTenant, freshDatabase } from './databases.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULT_FILE = resolve(ROOT, 'bench', 'results', 'encryption-latest.json');
@@ -155,28 +154,6 @@ async function postgresMissing(): Promise<string | undefined> {
 }
 
 
-/** The tenant's rows of a SQLite database, inserted into a migrated, empty PostgreSQL one. */
-async function copyTenant(sqlitePath: string, url: string, tenant: TenantId): Promise<void> {
-  const db = new Database(sqlitePath, { readonly: true });
-  const client = db.prepare('SELECT id, revision FROM clients WHERE hash = ?').get(tenant) as { id: number; revision: number };
-  const columns = (sql: string): [string[], string[]] => {
-    const rows = db.prepare(sql).raw().all(client.id) as Array<[string, string]>;
-    return [rows.map((r) => r[0]), rows.map((r) => r[1])];
-  };
-  const roles = columns('SELECT role, description FROM roles WHERE client_id = ?');
-  const grants = columns('SELECT role, permission FROM grants WHERE client_id = ?');
-  const members = columns('SELECT role, user FROM memberships WHERE client_id = ?');
-  db.close();
-  await withClient(url, async (c) => {
-    await c.query('BEGIN');
-    const id = (await c.query<{ id: string }>('INSERT INTO clients (hash, revision) VALUES ($1, $2) RETURNING id', [tenant, client.revision])).rows[0]?.id;
-    await c.query(`INSERT INTO roles (client_id, role, description) SELECT $1, r, convert_to(d, 'UTF8') FROM unnest($2::text[], $3::text[]) AS x(r, d)`, [id, ...roles]);
-    await c.query('INSERT INTO grants (client_id, role, permission) SELECT $1, r, p FROM unnest($2::text[], $3::text[]) AS x(r, p)', [id, ...grants]);
-    await c.query('INSERT INTO memberships (client_id, role, "user") SELECT $1, r, u FROM unnest($2::text[], $3::text[]) AS x(r, u)', [id, ...members]);
-    await c.query('COMMIT');
-    for (const t of ['clients', 'roles', 'grants', 'memberships']) await c.query(`ANALYZE ${t}`);
-  });
-}
 
 async function main(): Promise<number> {
   const started = performance.now();
