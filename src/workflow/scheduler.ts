@@ -86,6 +86,7 @@ export class Scheduler {
       if (!this.#stopped) this.#setLeader(held);
       this.#problem('');
     } catch (err) {
+      if (this.#stopped) return; // the store closed under a renewal in flight: nothing to report
       // Unsure whether the lease is still ours: stop leading; the per-run check keeps runs single anyway.
       this.#setLeader(false);
       this.#problem(describe(err), 'workflow scheduler cannot reach the database');
