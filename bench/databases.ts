@@ -49,3 +49,19 @@ export async function copyTenant(sqlitePath: string, url: string, tenant: Tenant
     for (const t of ['clients', 'roles', 'grants', 'memberships']) await c.query(`ANALYZE ${t}`);
   });
 }
+
+/** Why PostgreSQL is left out (PG=0, or it does not answer), or undefined when it answers. */
+export async function postgresMissing(): Promise<string | undefined> {
+  if (process.env.PG === '0') return 'PG=0';
+  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
+  c.on('error', () => undefined);
+  try {
+    await c.connect();
+    await c.query('SELECT 1');
+    return undefined;
+  } catch (err) {
+    return `not reachable at ${new URL(ADMIN_URL).host} (${err instanceof Error ? err.message : String(err)})`;
+  } finally {
+    await c.end().catch(() => undefined);
+  }
+}

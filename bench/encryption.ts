@@ -23,7 +23,6 @@ import { randomBytes } from 'node:crypto';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import type { Change, Snapshot } from '../src/authz/changes.ts';
 import type { TenantId } from '../src/authz/tenant.ts';
 import { FieldCipher } from '../src/crypto/field-cipher.ts';
@@ -33,7 +32,7 @@ import type { StoreAdapter } from '../src/store/port.ts';
 import { generate, type Dataset } from './dataset.ts';
 import { runMain, timeLimit } from './procs.ts';
 import { fmtMs, median, table } from './stats.ts';
-import { ADMIN_URL, copyTenant, freshDatabase } from './databases.ts';
+import { copyTenant, freshDatabase, postgresMissing } from './databases.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const RESULT_FILE = resolve(ROOT, 'bench', 'results', 'encryption-latest.json');
@@ -137,21 +136,6 @@ async function decryptCost(adapter: StoreAdapter, tenant: TenantId, cipher: Fiel
   return { total: texts.length, distinct: distinct.length, distinctMs: median(times) };
 }
 
-/** Why PostgreSQL is left out, or undefined when it answers. */
-async function postgresMissing(): Promise<string | undefined> {
-  if (process.env.PG === '0') return 'PG=0';
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  c.on('error', () => undefined);
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return undefined;
-  } catch (err) {
-    return `not reachable at ${new URL(ADMIN_URL).host} (${err instanceof Error ? err.message : String(err)})`;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
 
 
 

@@ -6,11 +6,10 @@
  * its database (migrated by the adapter) gets the rows of the seeded SQLite file, copied table by
  * table, as bench/encryption.ts does.
  */
-import pg from 'pg';
 import type { Change } from '../src/authz/changes.ts';
 import type { TenantId } from '../src/authz/tenant.ts';
 import { openStore } from '../src/store/index.ts';
-import { ADMIN_URL, copyTenant, freshDatabase } from './databases.ts';
+import { copyTenant, freshDatabase } from './databases.ts';
 
 const BATCH = 2_000;
 
@@ -32,21 +31,6 @@ export async function seedSqlite(path: string, tenant: TenantId, changes: readon
   return (performance.now() - started) / 1000;
 }
 
-/** Why PostgreSQL is left out (PG=0, or it does not answer), or undefined when it answers. */
-export async function postgresMissing(): Promise<string | undefined> {
-  if (process.env.PG === '0') return 'PG=0';
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  c.on('error', () => undefined);
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return undefined;
-  } catch (err) {
-    return `not reachable at ${new URL(ADMIN_URL).host} (${err instanceof Error ? err.message : String(err)})`;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
 
 /** A fresh PostgreSQL database holding the tenant of `sqlitePath`; seconds taken, and `drop`. */
 export async function postgresCopy(sqlitePath: string, tenant: TenantId): Promise<{ url: string; seconds: number; drop(): Promise<void> }> {

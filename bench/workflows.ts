@@ -42,7 +42,8 @@ import { datasetChanges, mixedProbes, WORKFLOW, WorkflowModel, type WorkflowShap
 import { startReceiver, type Receiver } from './workflow-receiver.ts';
 import { printRatios, printRounds, printRunTimes, spread, type StoreResult } from './workflow-report.ts';
 import { measureRunTimes, RunsAudit, type StepContext } from './workflow-runs.ts';
-import { postgresCopy, postgresMissing, seedSqlite } from './workflow-store.ts';
+import { postgresMissing } from './databases.ts';
+import { postgresCopy, seedSqlite } from './workflow-store.ts';
 
 const RESULT_FILE = join(ROOT, 'bench', 'results', 'workflows-latest.json');
 
