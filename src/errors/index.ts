@@ -90,6 +90,13 @@ export const ERRORS = {
     message: (p: { readonly workflow: string }) => `Workflow '${p.workflow}' has no schedule`,
   },
   ERR_WORKFLOW_WEBHOOK_REFUSED: { status: 400, retryable: false, message: free },
+  /** A revision the database has not reached: no state can ever answer it, so it is the client's mistake. */
+  ERR_CONSISTENCY_REVISION_AHEAD: {
+    status: 400,
+    retryable: false,
+    message: (p: { readonly revision: number; readonly current: number }) =>
+      `X-Authz-Min-Revision ${p.revision} is above the client's current revision ${p.current}; send a revision this service returned in X-Authz-Revision`,
+  },
   ERR_CONSISTENCY_REVISION_TIMEOUT: {
     status: 503,
     retryable: true,

@@ -112,6 +112,13 @@ export class SlowPath {
   /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
   async #read(t: TenantTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
     if (query.minRevision > loaded.revision) {
+      // The database's revision first: above it, no state can ever answer, and waiting would turn
+      // a client's wrong revision into a 503 that counts against the service (CONTRACT.md §6).
+      const stored = await this.#backend.revision(t.tenant);
+      if (stored < query.minRevision) {
+        const e = appError('ERR_CONSISTENCY_REVISION_AHEAD', { revision: query.minRevision, current: stored });
+        return corked(t, () => this.#responder.error(t, e, this.#revisionOr(t, loaded)));
+      }
       const reached = await this.#cache.waitFor(t.tenant, query.minRevision, MIN_REVISION_WAIT_MS, () => this.#refresh(t.tenant));
       if (!reached) {
         const e = appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: query.minRevision, waitMs: MIN_REVISION_WAIT_MS });

@@ -78,6 +78,11 @@ test('templates word the texts the wire carries today', () => {
     [appError('ERR_AUTH_UNAUTHENTICATED'), 401, 'a valid client key or token is required as Authorization: Bearer <credential>'],
     [appError('ERR_VALIDATION_CURSOR'), 400, 'cursor is not a valid cursor of this list'],
     [appError('ERR_VALIDATION_BODY', 'body is not valid JSON'), 400, 'body is not valid JSON'],
+    [
+      appError('ERR_CONSISTENCY_REVISION_AHEAD', { revision: 9, current: 4 }),
+      400,
+      "X-Authz-Min-Revision 9 is above the client's current revision 4; send a revision this service returned in X-Authz-Revision",
+    ],
     [appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: 7, waitMs: 1000 }), 503, 'revision 7 was not reached within 1000 ms'],
     [appError('ERR_STORE_CIRCUIT_OPEN', { retryAfterMs: 1200 }), 503, 'the database is unavailable (circuit open, next attempt in 2 s)'],
     [appError('ERR_STORE_COMMIT_UNKNOWN', { what: 'write' }), 503, 'the connection to the database was lost while committing (write); the change may or may not be in'],
