@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type MetricConfiguration } from 'prom-client';
+import { withCompliantNames } from './retained.ts';
 import { METRICS, type MetricSpec } from './definitions.ts';
 import { RequestCounters, type MetricJson, type RequestSeries } from './requests.ts';
 
@@ -97,6 +98,7 @@ export class WorkerMetrics {
 
   /** Everything, in prom-client's exchange form. */
   async snapshot(): Promise<MetricJson[]> {
-    return [...this.requests.toJson(), ...((await this.#registry.getMetricsAsJSON()) as unknown as MetricJson[])];
+    const own = (await this.#registry.getMetricsAsJSON()) as unknown as MetricJson[];
+    return [...this.requests.toJson(), ...withCompliantNames(own)];
   }
 }

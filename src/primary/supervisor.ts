@@ -139,6 +139,7 @@ export class Supervisor {
 
   #exited(w: Worker, code: number, signal: string): void {
     this.#relay.leave(w.id);
+    this.#hooks.scrape.exited(w.id);
     const lived = Date.now() - (this.#startedAt.get(w.id) ?? Date.now());
     this.#startedAt.delete(w.id);
     if (this.#phase === 'stopping') {
