@@ -35,6 +35,8 @@ const files = [
   'tests/e2e/outage.test.ts',
   'tests/e2e/operations.test.ts',
   'tests/e2e/metrics.test.ts',
+  'tests/e2e/prometheus.test.ts',
+  'tests/unit/metrics/retained.test.ts',
   'tests/unit/crypto/field-cipher.test.ts',
   'tests/unit/workflow/webhook.test.ts',
   'tests/unit/workflow/allowed-hosts.test.ts',

@@ -16,6 +16,7 @@ import { loadConfig } from '../../src/config/index.ts';
 import { configSchema } from '../../src/config/schema.ts';
 import { ROUTES } from '../../src/http/routes/index.ts';
 import { METRICS } from '../../src/metrics/definitions.ts';
+import { allPanels, dashboardExpressions, readDashboard, withVariables } from '../helpers/dashboard.ts';
 import { requireService } from '../helpers/services.ts';
 import { ROOT, tempDir } from '../helpers/server.ts';
 
@@ -474,37 +475,6 @@ interface Rule {
 }
 const alertRules = (): Rule[] => readYamlOne<{ groups: Array<{ rules: Rule[] }> }>(ALERTS).groups.flatMap((g) => g.rules);
 
-interface Panel {
-  id: number;
-  type: string;
-  title: string;
-  datasource?: { uid?: string };
-  gridPos: { x: number; y: number; w: number; h: number };
-  targets?: Array<{ expr?: string }>;
-  panels?: Panel[];
-}
-interface Dashboard {
-  uid: string;
-  panels: Panel[];
-  templating: { list: Array<{ name: string; type: string; query?: unknown }> };
-}
-const readDashboard = (): Dashboard => JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
-const allPanels = (d: Dashboard): Panel[] => d.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
-
-/** The dashboard's PromQL: panel targets, and the metric part of `label_values(...)` variable queries. */
-function dashboardExpressions(d: Dashboard): Array<[string, string]> {
-  const out: Array<[string, string]> = [];
-  for (const p of allPanels(d)) for (const t of p.targets ?? []) if (t.expr !== undefined) out.push([`panel "${p.title}"`, t.expr]);
-  for (const v of d.templating.list) {
-    if (v.type !== 'query') continue;
-    const q = isObj(v.query) ? String(v.query.query ?? '') : String(v.query ?? '');
-    const m = /^label_values\((.*),\s*\w+\s*\)$/.exec(q.trim());
-    assert.ok(m !== null, `variable ${v.name}: a label_values() query`);
-    out.push([`variable ${v.name}`, m[1] ?? '']);
-  }
-  return out;
-}
-
 test('dashboard: panels with queries on the data source variable, ids unique, inside the grid', () => {
   const d = readDashboard();
   assert.equal(d.uid, 'rbac-gateway');
@@ -601,12 +571,8 @@ test('promtool: the Prometheus config, the alert rules and their unit tests', as
 
 test('promtool: every dashboard query is valid PromQL', async (t) => {
   if (!(await requireService(t, 'promtool (Debian package prometheus)', 'promtool'))) return;
-  // Grafana's variables replaced by values of their kind; each query becomes a recording rule.
-  const concrete = (expr: string): string =>
-    expr
-      .replace(/\$__(rate_)?interval|\$__range/g, '5m')
-      .replace(/\$\{?job\}?/g, 'rbac-gateway')
-      .replace(/\$\{?instance\}?/g, '.+');
+  // Each query, Grafana's variables replaced by values of their kind, becomes a recording rule.
+  const concrete = (expr: string): string => withVariables(expr, '5m');
   const exprs = dashboardExpressions(readDashboard());
   const rules = { groups: [{ name: 'dashboard', rules: exprs.map(([, expr], i) => ({ record: `dashboard_query_${i}`, expr: concrete(expr) })) }] };
   for (const r of rules.groups[0]?.rules ?? []) assert.ok(!r.expr.includes('$'), `a Grafana variable left in: ${r.expr}`);
