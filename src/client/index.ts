@@ -132,6 +132,8 @@ export interface ClientOptions {
   baseUrl: string;
   /** Client key (UUID v4) or token, sent as the bearer credential. */
   key?: string;
+  /** Called with every answer (after its body is read): for logging, metrics or contract checks. */
+  onResponse?: (method: string, path: string, result: ApiResult<unknown>) => void;
 }
 
 const seg = encodeURIComponent;
@@ -140,15 +142,18 @@ const seg = encodeURIComponent;
 export class RbacClient {
   readonly baseUrl: string;
   readonly key: string | undefined;
+  readonly #onResponse: ClientOptions['onResponse'];
 
   constructor(options: ClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
     this.key = options.key;
+    this.#onResponse = options.onResponse;
   }
 
-  /** The same gateway with another credential. */
+  /** The same gateway with another credential (and the same `onResponse`). */
   withKey(key: string | undefined): RbacClient {
-    return new RbacClient(key === undefined ? { baseUrl: this.baseUrl } : { baseUrl: this.baseUrl, key });
+    const observer = this.#onResponse === undefined ? {} : { onResponse: this.#onResponse };
+    return new RbacClient(key === undefined ? { baseUrl: this.baseUrl, ...observer } : { baseUrl: this.baseUrl, key, ...observer });
   }
 
   /** Any request; `path` is sent as given (already encoded). */
@@ -174,7 +179,7 @@ export class RbacClient {
       parsed = undefined;
     }
     const rev = res.headers.get('x-authz-revision');
-    return {
+    const result: ApiResult<T> = {
       status: res.status,
       ok: res.ok,
       headers: res.headers,
@@ -185,6 +190,8 @@ export class RbacClient {
       nextCursor: parsed !== undefined && parsed.success === true ? parsed.next_cursor : undefined,
       requestId: res.headers.get('x-request-id'),
     };
+    this.#onResponse?.(method, path, result);
+    return result;
   }
 
   private page<T>(path: string, options: PageOptions = {}): Promise<ApiResult<T>> {

@@ -10,6 +10,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { startServer, type RunningServer } from '../helpers/server.ts';
+import { OpenApiContract } from '../helpers/openapi-contract.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 
@@ -53,8 +54,12 @@ async function assertUnchanged(): Promise<void> {
   assert.equal(server.proc.signalCode, null, 'server was killed');
 }
 
+let contract: OpenApiContract;
+
 before(async () => {
   server = await startServer({ env: { AUTH_MAX_BODY_BYTES: String(MAX_BODY) } });
+  contract = await OpenApiContract.load(server.baseUrl);
+  server.observeResponses(contract.observe);
   c = server.client();
   assert.ok(c.key !== undefined);
   key = c.key;
@@ -708,3 +713,9 @@ describe('afterwards', () => {
     assert.ok(!server.output().toLowerCase().includes(key.toLowerCase()), 'the key appears in the server log');
   });
 });
+
+test('every answer to bad input matches /openapi.json: status, body schema and headers', () => {
+  assert.ok(contract.checked > 500, `answers checked: ${contract.checked}`);
+  assert.deepEqual(contract.violations.slice(0, 40), [], `${contract.violations.length} answers differ from the document`);
+});
+

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
+import { OpenApiContract } from '../helpers/openapi-contract.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -16,9 +17,12 @@ import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 
 
 let server: RunningServer;
+let contract: OpenApiContract;
 
 before(async () => {
   server = await startServer();
+  contract = await OpenApiContract.load(server.baseUrl);
+  server.observeResponses(contract.observe);
 });
 
 after(async () => {
@@ -1614,3 +1618,13 @@ describe('names', () => {
     assert.equal(await revisionOf(c), rev);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// The document, held to every answer above
+// ---------------------------------------------------------------------------------------------
+
+test('every answer this suite received matches /openapi.json: status, body schema and headers', () => {
+  assert.ok(contract.checked > 500, `answers checked: ${contract.checked}`);
+  assert.deepEqual(contract.violations.slice(0, 40), [], `${contract.violations.length} answers differ from the document`);
+});
+

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { RbacClient } from '../../src/client/index.ts';
+import { RbacClient, type ClientOptions } from '../../src/client/index.ts';
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from './leak-record.ts';
 
@@ -59,6 +59,8 @@ export interface RunningServer {
    * given) is remembered for the leak scan (see {@link rememberSecret}).
    */
   client(key?: string): RbacClient;
+  /** Every answer to a client made by {@link client} from now on is passed to `observer` too. */
+  observeResponses(observer: ClientOptions['onResponse']): void;
   /** SIGTERM and wait; resolves with the exit code. */
   stop(): Promise<number | null>;
   /** SIGKILL and wait. */
@@ -150,6 +152,7 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
     if (!listening) await new Promise((r) => setTimeout(r, 25));
   }
   const baseUrl = `http://127.0.0.1:${port}`;
+  let observer: ClientOptions['onResponse'];
   return {
     baseUrl,
     port,
@@ -160,7 +163,10 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
     output: () => out,
     client: (key = randomUUID()) => {
       rememberSecret(key);
-      return new RbacClient({ baseUrl, key });
+      return new RbacClient(observer === undefined ? { baseUrl, key } : { baseUrl, key, onResponse: observer });
+    },
+    observeResponses(o) {
+      observer = o;
     },
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');

@@ -1,0 +1,78 @@
+/**
+ * The OpenAPI document (CONTRACT.md §7) as generators and validators read it: Redocly CLI's
+ * recommended rules find nothing, and it names every parameter, header, scheme and server a
+ * client needs. That each answer matches it is held by the route and bad-input suites.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { buildOpenApi } from '../../../src/http/openapi.ts';
+import { ROUTES } from '../../../src/http/routes/index.ts';
+import { ROOT, tempDir } from '../../helpers/server.ts';
+
+interface Operation {
+  operationId: string;
+  security?: unknown[];
+  parameters?: Array<{ name: string; in: string }>;
+  responses: Record<string, { headers?: Record<string, unknown> }>;
+}
+interface Doc {
+  info: { license?: { name: string } };
+  servers?: Array<{ url: string }>;
+  paths: Record<string, Record<string, Operation>>;
+}
+
+const doc = buildOpenApi(ROUTES) as Doc;
+const operations = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ path, method, op })));
+
+test('Redocly CLI, recommended rules: no error and no warning', (t) => {
+  const dir = tempDir('rbac-openapi-');
+  t.after(dir.cleanup);
+  const file = join(dir.dir, 'openapi.json');
+  writeFileSync(file, JSON.stringify(doc));
+  const r = spawnSync(process.execPath, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', '--extends', 'recommended', '--format', 'json', file], {
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+  });
+  const report = JSON.parse(r.stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string; location?: Array<{ pointer: string }> }> };
+  const problems = report.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer ?? '?'}`);
+  assert.deepEqual(problems, []);
+  assert.deepEqual(report.totals, { ...report.totals, errors: 0, warnings: 0 });
+  assert.equal(r.status, 0, r.stderr);
+});
+
+test('servers, a license, and security: bearer on /api, none on the public routes', () => {
+  assert.ok((doc.servers ?? []).length > 0);
+  assert.equal(doc.info.license?.name, 'MIT');
+  for (const { path, method, op } of operations) {
+    const expected = path.startsWith('/api/') ? [{ bearer: [] }] : [];
+    assert.deepEqual(op.security, expected, `${method} ${path}`);
+  }
+  for (const path of ['/ping', '/health', '/ready', '/version', '/openapi.json']) assert.ok(path in doc.paths, path);
+});
+
+test('every query parameter and request header a route reads', () => {
+  const names = (path: string, method = 'get'): string[] => (doc.paths[path]?.[method]?.parameters ?? []).map((p) => `${p.in}:${p.name}`);
+  assert.deepEqual(names('/api/changes').filter((n) => n.startsWith('query:')), ['query:since', 'query:limit', 'query:cursor']);
+  assert.ok(names('/ready').includes('query:strict'));
+  for (const { path, method, op } of operations.filter((o) => o.path.startsWith('/api/'))) {
+    const params = (op.parameters ?? []).map((p) => `${p.in}:${p.name}`);
+    for (const header of ['header:X-Authz-Min-Revision', 'header:X-Request-Id']) assert.ok(params.includes(header), `${method} ${path}: ${header}`);
+  }
+});
+
+test('every response header, where it is sent', () => {
+  const headersOf = (op: Operation, status: string): string[] => Object.keys(op.responses[status]?.headers ?? {});
+  for (const { path, method, op } of operations) {
+    for (const status of Object.keys(op.responses)) assert.ok(headersOf(op, status).includes('X-Request-Id'), `${method} ${path} ${status}: X-Request-Id`);
+    assert.ok(headersOf(op, '405').includes('Allow'), `${method} ${path}: 405 with Allow`);
+    if (!path.startsWith('/api/')) continue;
+    assert.ok(headersOf(op, '401').includes('WWW-Authenticate'), `${method} ${path}: 401 with WWW-Authenticate`);
+    assert.ok(headersOf(op, '503').includes('Retry-After'), `${method} ${path}: 503 with Retry-After`);
+    const success = Object.keys(op.responses).find((s) => s.startsWith('2')) ?? '';
+    assert.ok(headersOf(op, success).includes('X-Authz-Revision'), `${method} ${path} ${success}: X-Authz-Revision`);
+  }
+});
