@@ -1,6 +1,10 @@
-// One linter for the whole tree; type-aware rules stay off so `npm run lint` is fast.
+// One linter for the whole tree, with the type-aware rules that catch lost promises (a floating
+// promise in a server is an unhandled rejection or a request never answered).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/** node:test's registration calls return promises the runner itself awaits. */
+const TEST_CALLS = ['test', 'describe', 'it', 'suite', 'before', 'after', 'beforeEach', 'afterEach'];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'data/', 'dist/', 'bench/results/'] },
@@ -11,6 +15,14 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
+    },
+  },
+  {
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: TEST_CALLS }] }],
+      '@typescript-eslint/no-misused-promises': 'error',
     },
   },
 );
