@@ -90,6 +90,11 @@ export const ERRORS = {
     message: (p: { readonly workflow: string }) => `Workflow '${p.workflow}' has no schedule`,
   },
   ERR_WORKFLOW_WEBHOOK_REFUSED: { status: 400, retryable: false, message: free },
+  ERR_AUTHZEN_NOT_CONFIGURED: {
+    status: 404,
+    retryable: false,
+    message: () => 'no AuthZEN metadata: the service has no AUTH_AUTHZEN_BASE_URL configured',
+  },
   ERR_CONSISTENCY_REVISION_TIMEOUT: {
     status: 503,
     retryable: true,

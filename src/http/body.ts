@@ -75,38 +75,44 @@ function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyR
  */
 const ABANDONED_AFTER_MS = 12_000;
 
+/** The raw bytes of a body that arrived whole, or why it did not. */
+export type Collected = { readonly bytes: Buffer; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean };
+
 /**
  * Starts reading the request body; must be called inside the handler, before it returns.
+ * `done` is called once, from the engine's data callback (uncorked), with the whole body.
  * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
  * soon as it passes the limit (and the connection closed, since the rest is never read).
  */
+export function collectBody(res: HttpResponse, req: HttpRequest, maxBytes: number, done: (body: Collected) => void): void {
+  const declared = req.getHeader('content-length');
+  const tooLarge = (): Collected => ({ error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }), close: true });
+  if (declared !== '' && Number(declared) > maxBytes) return done(tooLarge());
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let settled = false;
+  const settle = (result: Collected): void => {
+    settled = true;
+    clearTimeout(abandoned);
+    done(result);
+  };
+  const abandoned = setTimeout(() => {
+    if (!settled) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
+  }, ABANDONED_AFTER_MS).unref();
+  res.onData((chunk, isLast) => {
+    if (settled) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) return settle(tooLarge());
+    // uWS reuses the chunk's memory after this callback: copy it.
+    if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
+    if (isLast) settle({ bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) });
+  });
+}
+
+/** {@link collectBody}, then the body validated against an /api body schema. */
 export function readBody(res: HttpResponse, req: HttpRequest, maxBytes: number, schema: BodySchemaName): Promise<BodyResult> {
   const contentType = req.getHeader('content-type');
-  const declared = req.getHeader('content-length');
-  const tooLarge = (): BodyResult => ({
-    error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }),
-    close: true,
-  });
-  if (declared !== '' && Number(declared) > maxBytes) return Promise.resolve(tooLarge());
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: BodyResult): void => {
-      settled = true;
-      clearTimeout(abandoned);
-      resolve(result);
-    };
-    const abandoned = setTimeout(() => {
-      if (!settled) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
-    }, ABANDONED_AFTER_MS).unref();
-    res.onData((chunk, isLast) => {
-      if (settled) return;
-      size += chunk.byteLength;
-      if (size > maxBytes) return settle(tooLarge());
-      // uWS reuses the chunk's memory after this callback: copy it.
-      if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) settle(finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), contentType, schema));
-    });
+    collectBody(res, req, maxBytes, (body) => resolve(body.error === undefined ? finish(body.bytes, contentType, schema) : body));
   });
 }

@@ -3,6 +3,7 @@ import { timestamp } from '../time/index.ts';
 import type { Backend } from './backend.ts';
 import type { Drain } from './drain.ts';
 import type { EngineName, EngineRequest, EngineResponse, Handler } from './engine/port.ts';
+import { authzenPaths } from './authzen-openapi.ts';
 import { buildOpenApi } from './openapi.ts';
 import { corked, send, writeCorsHeaders } from './reply.ts';
 import type { Responder } from './responder.ts';
@@ -17,9 +18,15 @@ export function registerPlainRoutes(routes: RouteTable, responder: Responder, ba
   );
   routes.on('HEAD', '/ping', (res, req) => pingHead(responder, res, req));
   routes.on('GET', '/health', fixedBody('{"status":"ok"}'));
-  routes.on('GET', '/openapi.json', fixedBody(JSON.stringify(buildOpenApi(ROUTES))));
+  routes.on('GET', '/openapi.json', fixedBody(JSON.stringify(withPaths(buildOpenApi(ROUTES), authzenPaths()))));
   routes.on('GET', '/version', fixedBody(JSON.stringify({ name: BUILD.name, version: BUILD.version, node: process.version, engine })));
   routes.on('GET', '/ready', (res, req) => ready(responder, backend, drain, res, req));
+}
+
+/** `doc` with more paths. */
+function withPaths(doc: object, paths: Record<string, object>): object {
+  const d = doc as { paths: Record<string, object> };
+  return { ...d, paths: { ...d.paths, ...paths } };
 }
 
 function pingHead(responder: Responder, res: EngineResponse, req: EngineRequest): void {
