@@ -48,6 +48,7 @@ const files = [
   'tests/security/transport.test.ts',
   'tests/security/cors-browser.test.ts',
   'tests/security/fuzz.test.ts',
+  'tests/e2e/authzen-search.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP
