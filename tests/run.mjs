@@ -49,6 +49,7 @@ const files = [
   'tests/security/cors-browser.test.ts',
   'tests/security/fuzz.test.ts',
   'tests/e2e/authzen-search.test.ts',
+  'tests/e2e/authzen-rules.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP
