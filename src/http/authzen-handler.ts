@@ -59,7 +59,8 @@ export class AuthzenHandler {
   /** A token seen for the first time: the body is read while its signature is checked. */
   #verifyThenServe(route: AuthzenRoute, series: number, res: EngineResponse, req: EngineRequest, header: string): void {
     const captured = new CapturedRequest(req, 0);
-    const body = new Promise<Collected>((resolve) => collectBody(res, req, this.#p.maxBodyBytes, resolve));
+    // Kept past the data callback: the bytes are copied out of the engine's memory.
+    const body = new Promise<Collected>((resolve) => collectBody(res, req, this.#p.maxBodyBytes, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)));
     let aborted = false;
     res.onAborted(() => {
       aborted = true;

@@ -75,8 +75,36 @@ function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyR
  */
 const ABANDONED_AFTER_MS = 12_000;
 
-/** The raw bytes of a body that arrived whole, or why it did not. */
+/**
+ * The raw bytes of a body that arrived whole, or why it did not. The bytes may be a view of the
+ * engine's own memory, valid only while `done` runs: a caller that keeps them copies them.
+ */
 export type Collected = { readonly bytes: Buffer; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean };
+
+type Settle = (result: Collected) => void;
+
+/**
+ * Reads still waiting for their last chunk, by when they started. One sweep a second settles the
+ * abandoned ones: a timer per request would cost every POST a timer's creation and cancellation.
+ */
+const waiting = new Map<Settle, number>();
+let sweeper: NodeJS.Timeout | undefined;
+
+function watch(settle: Settle): void {
+  waiting.set(settle, Date.now());
+  sweeper ??= setInterval(sweep, 1000).unref();
+}
+
+function sweep(): void {
+  const cutoff = Date.now() - ABANDONED_AFTER_MS;
+  for (const [settle, startedAt] of waiting) {
+    if (startedAt <= cutoff) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
+  }
+  if (waiting.size === 0) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
 
 /**
  * Starts reading the request body; must be called inside the handler, before it returns.
@@ -84,28 +112,25 @@ export type Collected = { readonly bytes: Buffer; readonly error?: undefined } |
  * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
  * soon as it passes the limit (and the connection closed, since the rest is never read).
  */
-export function collectBody(res: HttpResponse, req: HttpRequest, maxBytes: number, done: (body: Collected) => void): void {
+export function collectBody(res: HttpResponse, req: HttpRequest, maxBytes: number, done: Settle): void {
   const declared = req.getHeader('content-length');
   const tooLarge = (): Collected => ({ error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }), close: true });
   if (declared !== '' && Number(declared) > maxBytes) return done(tooLarge());
-  const chunks: Buffer[] = [];
+  let chunks: Buffer[] | undefined;
   let size = 0;
-  let settled = false;
   const settle = (result: Collected): void => {
-    settled = true;
-    clearTimeout(abandoned);
+    if (!waiting.delete(settle)) return;
     done(result);
   };
-  const abandoned = setTimeout(() => {
-    if (!settled) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
-  }, ABANDONED_AFTER_MS).unref();
+  watch(settle);
   res.onData((chunk, isLast) => {
-    if (settled) return;
+    if (!waiting.has(settle)) return;
     size += chunk.byteLength;
     if (size > maxBytes) return settle(tooLarge());
-    // uWS reuses the chunk's memory after this callback: copy it.
-    if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
-    if (isLast) settle({ bytes: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks) });
+    // A body in one chunk is read in place; otherwise each chunk is copied (uWS reuses its memory).
+    if (isLast && chunks === undefined) return settle({ bytes: Buffer.from(chunk) });
+    if (chunk.byteLength > 0) (chunks ??= []).push(Buffer.from(chunk.slice(0)));
+    if (isLast) settle({ bytes: Buffer.concat(chunks ?? []) });
   });
 }
 
