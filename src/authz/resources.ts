@@ -26,10 +26,10 @@ export function readPermission(name: string): PermissionReading {
 export class ResourceIndex {
   readonly #byType = new Map<string, Map<string, number>>();
 
-  /** A permission was granted for the first time (by any role). */
+  /** A permission was granted for the first time (by any role). An empty id (`t::a`) names no resource AuthZEN can ask about. */
   add(permission: string): void {
     const { type, id } = readPermission(permission);
-    if (type === undefined || id === undefined) return;
+    if (type === undefined || id === undefined || id === '') return;
     let ids = this.#byType.get(type);
     if (ids === undefined) this.#byType.set(type, (ids = new Map()));
     ids.set(id, (ids.get(id) ?? 0) + 1);
@@ -38,7 +38,7 @@ export class ResourceIndex {
   /** A permission is no longer granted by any role. */
   remove(permission: string): void {
     const { type, id } = readPermission(permission);
-    if (type === undefined || id === undefined) return;
+    if (type === undefined || id === undefined || id === '') return;
     const ids = this.#byType.get(type);
     const count = ids?.get(id);
     if (ids === undefined || count === undefined) return;

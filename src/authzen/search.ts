@@ -34,7 +34,7 @@ export function searchResources(g: TenantGraph, pdp: Pdp, req: SearchRequest): r
   return g.remember(`rs${keyOf(user, t, a)}`, () =>
     g.userPermissions(user).flatMap((p) => {
       const r = readPermission(p);
-      return r.type === t && r.action === a && r.id !== undefined ? [r.id] : [];
+      return r.type === t && r.action === a && r.id !== undefined && r.id !== '' ? [r.id] : [];
     }),
   );
 }
@@ -48,7 +48,9 @@ export function searchActions(g: TenantGraph, pdp: Pdp, req: SearchRequest): rea
     ...new Set(
       g.userPermissions(user).flatMap((p) => {
         const r = readPermission(p);
-        return r.type === undefined || (r.type === t && (r.id === undefined || r.id === i)) ? [r.action] : [];
+        // An empty action (`t:`) cannot be asked about: it is no result.
+        const applies = r.type === undefined || (r.type === t && (r.id === undefined || r.id === i));
+        return applies && r.action !== '' ? [r.action] : [];
       }),
     ),
   ]);

@@ -48,7 +48,8 @@ const allPermissions = (m: Model): string[] => sorted([...m.grants.values()].fla
 export function knownResources(m: Model, t: string): string[] {
   return sorted(allPermissions(m).flatMap((p) => {
     const [type, id] = reading(p);
-    return type === t && id !== undefined ? [id] : [];
+    // AuthZEN ids and names are non-empty: `t::a` names no resource.
+    return type === t && id !== undefined && id !== '' ? [id] : [];
   }));
 }
 
@@ -57,7 +58,7 @@ export const searchResources = (m: Model, user: string, a: string, t: string): s
   knownResources(m, t).filter((i) => evaluate(m, user, a, t, i));
 /** Every action named anywhere, kept when it evaluates true. */
 export const searchActions = (m: Model, user: string, t: string, i: string): string[] =>
-  sorted(allPermissions(m).map((p) => reading(p)[2])).filter((a) => evaluate(m, user, a, t, i));
+  sorted(allPermissions(m).map((p) => reading(p)[2])).filter((a) => a !== '' && evaluate(m, user, a, t, i));
 
 export function explain(m: Model, user: string, permission: string): { has_permission: boolean; granted_by: string[]; remedies: Array<{ role: string; permissions: number }> } {
   const granting = sorted([...m.grants].filter(([, perms]) => perms.has(permission)).map(([role]) => role));
@@ -92,7 +93,7 @@ export function permissionPool(resources: number): string[] {
   for (const t of TYPES) {
     for (const a of ACTIONS) pool.push(`${t}:${a}`);
     for (let i = 0; i < resources; i++) pool.push(`${t}:${t[0]}${i}:${ACTIONS[i % 3] ?? 'read'}`, `${t}:${t[0]}${i}:read`);
-    pool.push(`${t}:x:y:read`);
+    pool.push(`${t}:x:y:read`, `${t}::read`, `${t}:`);
   }
   return [...new Set(pool)];
 }
