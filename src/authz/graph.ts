@@ -1,5 +1,6 @@
 import { Interner, type PermId, type RoleId, type UserId } from './ids.ts';
 import type { Change, Snapshot } from './changes.ts';
+import { HolderIndex } from './holders.ts';
 import { ResourceIndex } from './resources.ts';
 
 /** Result of applying a change: `applied`, or why it was not. */
@@ -33,6 +34,8 @@ export class TenantGraph {
   readonly #userRoles: Array<RoleId[] | undefined> = [];
   /** The resource ids named by granted `t:i:a` permissions, per type (CONTRACT.md §11.4). */
   readonly #resources = new ResourceIndex();
+  /** Per permission, the users holding it (through any role), sorted. */
+  readonly #holders = new HolderIndex((u) => this.#users.name(u));
   #edges = 0;
   #nameBytes = 0;
   #memo = new Map<string, readonly string[]>();
@@ -62,6 +65,7 @@ export class TenantGraph {
       this.#perms.size * PERM_BYTES +
       this.#users.size * USER_BYTES +
       this.#edges * EDGE_BYTES +
+      this.#holders.entries * EDGE_BYTES +
       this.#nameBytes
     );
   }
@@ -150,7 +154,7 @@ export class TenantGraph {
 
   /** The ids `i` of every granted permission `t:i:x` of type `t`, sorted (the known resources of §11.4). */
   knownResources(type: string): readonly string[] {
-    return this.#memoised(`kr\0${type}`, () => this.#resources.ids(type));
+    return this.#resources.ids(type);
   }
 
   /**
@@ -233,14 +237,10 @@ export class TenantGraph {
     return this.#memoised(`wr\0${permission}`, () => this.#namesOf(this.#permRoles[p], this.#roles));
   }
 
+  /** The users holding the permission through any role, sorted: kept up to date by every change, never rebuilt per read. */
   whichUsersCan(permission: string): readonly string[] {
     const p = this.#perms.id(permission);
-    if (p === undefined) return [];
-    return this.#memoised(`wu\0${permission}`, () => {
-      const users = new Set<UserId>();
-      for (const r of this.#permRoles[p] ?? []) for (const u of this.#roleUsers[r] ?? []) users.add(u);
-      return this.#namesOf(users, this.#users);
-    });
+    return p === undefined ? [] : this.#holders.holders(p);
   }
 
   // ---- internals ----------------------------------------------------------------------------
@@ -296,6 +296,8 @@ export class TenantGraph {
     set.add(p);
     this.#permRoles[p]?.add(r);
     this.#edges++;
+    const members = this.#roleUsers[r];
+    if (members !== undefined) this.#holders.adjust(p, members, 1, members.size);
   }
 
   #revoke(role: string, permission: string): void {
@@ -311,10 +313,13 @@ export class TenantGraph {
     const roles = this.#permRoles[p];
     roles?.delete(r);
     this.#edges--;
+    const members = this.#roleUsers[r];
+    if (members !== undefined) this.#holders.adjust(p, members, -1, members.size);
     if (roles !== undefined && roles.size === 0) {
       const name = this.#perms.name(p);
       this.#nameBytes -= 2 * name.length;
       this.#resources.remove(name);
+      this.#holders.drop(p);
       this.#permRoles[p] = undefined;
       this.#perms.release(p);
     }
@@ -334,6 +339,14 @@ export class TenantGraph {
     set.add(u);
     this.#userRoles[u]?.push(r);
     this.#edges++;
+    this.#holdersOfRole(r, u, 1);
+  }
+
+  /** `u` gained or lost role `r`: the same for every permission of `r`. */
+  #holdersOfRole(r: RoleId, u: UserId, delta: 1 | -1): void {
+    const perms = this.#rolePerms[r];
+    if (perms === undefined) return;
+    for (const p of perms) this.#holders.adjust(p, [u], delta, perms.size);
   }
 
   #removeMember(user: string, role: string): void {
@@ -345,6 +358,7 @@ export class TenantGraph {
 
   /** Removes a membership from both sides, and the user when it has no role left. */
   #unlinkMember(u: UserId, r: RoleId): void {
+    this.#holdersOfRole(r, u, -1);
     this.#roleUsers[r]?.delete(u);
     const roles = this.#userRoles[u];
     this.#edges--;

@@ -1,3 +1,5 @@
+import { SortedNames } from './sorted.ts';
+
 /**
  * How a stored permission name reads (CONTRACT.md §11.4): no colon is a global grant, one colon
  * `t:a` a grant on every resource of type t, two or more `t:i:a` a grant on resource i of type t,
@@ -20,34 +22,39 @@ export function readPermission(name: string): PermissionReading {
 
 /**
  * The known resources of a tenant: per type, each id named by a granted `t:i:x` permission with
- * the number of such permissions, so that the last revoke of one forgets the resource. Kept up to
- * date as permissions appear and disappear, so a resource search never scans every permission.
+ * the number of such permissions (so the last revoke of one forgets the resource), and the ids
+ * sorted. Kept up to date as permissions appear and disappear, so a resource search never scans
+ * every permission nor sorts again after a write.
  */
 export class ResourceIndex {
-  readonly #byType = new Map<string, Map<string, number>>();
+  readonly #byType = new Map<string, { readonly counts: Map<string, number>; readonly ids: SortedNames }>();
 
   /** A permission was granted for the first time (by any role). An empty id (`t::a`) names no resource AuthZEN can ask about. */
   add(permission: string): void {
     const { type, id } = readPermission(permission);
     if (type === undefined || id === undefined || id === '') return;
-    let ids = this.#byType.get(type);
-    if (ids === undefined) this.#byType.set(type, (ids = new Map()));
-    ids.set(id, (ids.get(id) ?? 0) + 1);
+    let known = this.#byType.get(type);
+    if (known === undefined) this.#byType.set(type, (known = { counts: new Map(), ids: new SortedNames() }));
+    const count = known.counts.get(id) ?? 0;
+    known.counts.set(id, count + 1);
+    if (count === 0) known.ids.add(id);
   }
 
   /** A permission is no longer granted by any role. */
   remove(permission: string): void {
     const { type, id } = readPermission(permission);
     if (type === undefined || id === undefined || id === '') return;
-    const ids = this.#byType.get(type);
-    const count = ids?.get(id);
-    if (ids === undefined || count === undefined) return;
-    if (count > 1) ids.set(id, count - 1);
-    else if (ids.delete(id) && ids.size === 0) this.#byType.delete(type);
+    const known = this.#byType.get(type);
+    const count = known?.counts.get(id);
+    if (known === undefined || count === undefined) return;
+    if (count > 1) return void known.counts.set(id, count - 1);
+    known.counts.delete(id);
+    known.ids.delete(id);
+    if (known.counts.size === 0) this.#byType.delete(type);
   }
 
-  /** The ids of `type`, unsorted. */
-  ids(type: string): string[] {
-    return [...(this.#byType.get(type)?.keys() ?? [])];
+  /** The ids of `type`, sorted. */
+  ids(type: string): readonly string[] {
+    return this.#byType.get(type)?.ids.sorted() ?? [];
   }
 }

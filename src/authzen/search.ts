@@ -5,9 +5,10 @@ import type { SearchRequest } from './requests.ts';
 
 /**
  * The three searches of CONTRACT.md §11.6, each the complete, sorted, duplicate-free list of what
- * would evaluate true, built once per revision from the graph's own indexes (users per
- * permission, known resources per type, the user's permissions) and then paged by the caller:
- * a page costs its own size plus a binary search, not a scan of the tenant.
+ * would evaluate true, then paged by the caller: a page costs its own size plus a binary search.
+ * The common cases read lists the graph keeps sorted through every write (the holders of one
+ * permission, the known resources of a type); a union of several, or a user's own resources and
+ * actions, is built once per revision and remembered until the next change.
  */
 
 const NONE: readonly string[] = [];
@@ -21,7 +22,10 @@ export function searchSubjects(g: TenantGraph, pdp: Pdp, req: SearchRequest): re
   if (!pdp.isUser(req.subject) || a.includes(':')) return NONE;
   const { type: t, id: i } = req.resource;
   const candidates = t.includes(':') ? [a] : [a, `${t}:${a}`, `${t}:${i}:${a}`];
-  return g.remember(`ss${keyOf(...candidates)}`, () => [...new Set(candidates.flatMap((c) => g.whichUsersCan(c)))]);
+  const lists = candidates.map((c) => g.whichUsersCan(c)).filter((l) => l.length > 0);
+  // Usually one permission grants it: its holder list is kept sorted by the graph, ready to page.
+  if (lists.length <= 1) return lists[0] ?? NONE;
+  return g.remember(`ss${keyOf(...candidates)}`, () => [...new Set(lists.flat())]);
 }
 
 /** The known resources of the requested type the subject may act on. */
