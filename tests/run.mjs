@@ -10,6 +10,8 @@ import { reportLeaks, scanLeaks } from './security/leaks.mjs';
 const files = [
   'tests/unit/authz/graph.test.ts',
   'tests/unit/authz/write-rules.test.ts',
+  'tests/unit/authz/resources.test.ts',
+  'tests/unit/authz/holders.test.ts',
   'tests/unit/errors/catalogue.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',
@@ -51,19 +53,25 @@ const files = [
   'tests/security/transport.test.ts',
   'tests/security/cors-browser.test.ts',
   'tests/security/fuzz.test.ts',
+  'tests/e2e/authzen-search.test.ts',
+  'tests/e2e/authzen-rules.test.ts',
+  'tests/e2e/authzen-interop.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP
 // suite must hold whatever the store. Skipped (said so) when PostgreSQL is not reachable, failed
 // instead under AUTH_TEST_REQUIRE_SERVICES=1. One file on PostgreSQL by hand:
 // AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/e2e/routes.test.ts
-const onPostgres = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts'];
+const onPostgres = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts'];
 
 // And again on the other HTTP engine: the default here (`auto`) is uWebSockets.js where its
 // native build loads; these suites then run on node:http, so that any difference between the
 // engines is a failing test. One file on one engine by hand:
 // AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/e2e/routes.test.ts
-const onOtherEngine = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/cluster.test.ts', 'tests/e2e/durability.test.ts', 'tests/e2e/start.test.ts'];
+const onOtherEngine = [
+  'tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/cluster.test.ts', 'tests/e2e/durability.test.ts', 'tests/e2e/start.test.ts',
+  'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts',
+];
 
 const only = process.argv.slice(2);
 const selected = only.length > 0 ? only : files;

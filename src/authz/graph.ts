@@ -1,5 +1,7 @@
 import { Interner, type PermId, type RoleId, type UserId } from './ids.ts';
 import type { Change, Snapshot } from './changes.ts';
+import { HolderIndex } from './holders.ts';
+import { ResourceIndex } from './resources.ts';
 
 /** Result of applying a change: `applied`, or why it was not. */
 export type ApplyResult = 'applied' | 'stale' | 'gap';
@@ -30,6 +32,10 @@ export class TenantGraph {
   readonly #permRoles: Array<Set<RoleId> | undefined> = [];
   /** Per user, the roles as a plain array: the check loop iterates it without an iterator. */
   readonly #userRoles: Array<RoleId[] | undefined> = [];
+  /** The resource ids named by granted `t:i:a` permissions, per type (CONTRACT.md §11.4). */
+  readonly #resources = new ResourceIndex();
+  /** Per permission, the users holding it (through any role), sorted. */
+  readonly #holders = new HolderIndex((u) => this.#users.name(u));
   #edges = 0;
   #nameBytes = 0;
   #memo = new Map<string, readonly string[]>();
@@ -59,6 +65,7 @@ export class TenantGraph {
       this.#perms.size * PERM_BYTES +
       this.#users.size * USER_BYTES +
       this.#edges * EDGE_BYTES +
+      this.#holders.entries * EDGE_BYTES +
       this.#nameBytes
     );
   }
@@ -111,7 +118,58 @@ export class TenantGraph {
     return false;
   }
 
+  /**
+   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates):
+   * one user look-up for all of them, allocation-free.
+   */
+  checkAny(user: string, a: string, b: string | undefined, c: string | undefined): boolean {
+    const u = this.#users.id(user);
+    if (u === undefined) return false;
+    const roles = this.#userRoles[u];
+    if (roles === undefined) return false;
+    return this.#holds(roles, a) || (b !== undefined && this.#holds(roles, b)) || (c !== undefined && this.#holds(roles, c));
+  }
+
+  #holds(roles: readonly RoleId[], permission: string): boolean {
+    const p = this.#perms.id(permission);
+    if (p === undefined) return false;
+    for (let i = 0; i < roles.length; i++) {
+      if (this.#rolePerms[roles[i] as RoleId]?.has(p) === true) return true;
+    }
+    return false;
+  }
+
   // ---- reads --------------------------------------------------------------------------------
+
+  /** Whether the user has at least one membership (users exist only through them). */
+  hasUser(user: string): boolean {
+    return this.#users.id(user) !== undefined;
+  }
+
+  /** How many permissions the role has; undefined when the role does not exist. */
+  permissionCount(role: string): number | undefined {
+    const r = this.#roles.id(role);
+    return r === undefined ? undefined : this.#rolePerms[r]?.size;
+  }
+
+  /** The ids `i` of every granted permission `t:i:x` of type `t`, sorted (the known resources of §11.4). */
+  knownResources(type: string): readonly string[] {
+    return this.#resources.ids(type);
+  }
+
+  /**
+   * A sorted list derived from this revision, built once by `build` and kept until the next
+   * change (searches page through it). `key` must name everything the list depends on.
+   */
+  remember(key: string, build: () => string[]): readonly string[] {
+    const memoKey = `x\0${key}`;
+    const known = this.#memo.get(memoKey);
+    if (known !== undefined) return known;
+    const list = build().sort(byCodePoint);
+    // Empty answers (unknown ids, any string) are cheap to rebuild: only real ones are kept.
+    if (list.length > 0) this.#memo.set(memoKey, list);
+    return list;
+  }
 
   hasRole(role: string): boolean {
     return this.#roles.id(role) !== undefined;
@@ -179,14 +237,10 @@ export class TenantGraph {
     return this.#memoised(`wr\0${permission}`, () => this.#namesOf(this.#permRoles[p], this.#roles));
   }
 
+  /** The users holding the permission through any role, sorted: kept up to date by every change, never rebuilt per read. */
   whichUsersCan(permission: string): readonly string[] {
     const p = this.#perms.id(permission);
-    if (p === undefined) return [];
-    return this.#memoised(`wu\0${permission}`, () => {
-      const users = new Set<UserId>();
-      for (const r of this.#permRoles[p] ?? []) for (const u of this.#roleUsers[r] ?? []) users.add(u);
-      return this.#namesOf(users, this.#users);
-    });
+    return p === undefined ? [] : this.#holders.holders(p);
   }
 
   // ---- internals ----------------------------------------------------------------------------
@@ -235,12 +289,15 @@ export class TenantGraph {
     if (isNew) {
       this.#permRoles[p] = new Set();
       this.#nameBytes += 2 * permission.length;
+      this.#resources.add(permission);
     }
     const set = this.#rolePerms[r];
     if (set === undefined || set.has(p)) return;
     set.add(p);
     this.#permRoles[p]?.add(r);
     this.#edges++;
+    const members = this.#roleUsers[r];
+    if (members !== undefined) this.#holders.adjust(p, members, 1, members.size);
   }
 
   #revoke(role: string, permission: string): void {
@@ -256,8 +313,13 @@ export class TenantGraph {
     const roles = this.#permRoles[p];
     roles?.delete(r);
     this.#edges--;
+    const members = this.#roleUsers[r];
+    if (members !== undefined) this.#holders.adjust(p, members, -1, members.size);
     if (roles !== undefined && roles.size === 0) {
-      this.#nameBytes -= 2 * this.#perms.name(p).length;
+      const name = this.#perms.name(p);
+      this.#nameBytes -= 2 * name.length;
+      this.#resources.remove(name);
+      this.#holders.drop(p);
       this.#permRoles[p] = undefined;
       this.#perms.release(p);
     }
@@ -277,6 +339,14 @@ export class TenantGraph {
     set.add(u);
     this.#userRoles[u]?.push(r);
     this.#edges++;
+    this.#holdersOfRole(r, u, 1);
+  }
+
+  /** `u` gained or lost role `r`: the same for every permission of `r`. */
+  #holdersOfRole(r: RoleId, u: UserId, delta: 1 | -1): void {
+    const perms = this.#rolePerms[r];
+    if (perms === undefined) return;
+    for (const p of perms) this.#holders.adjust(p, [u], delta, perms.size);
   }
 
   #removeMember(user: string, role: string): void {
@@ -288,6 +358,7 @@ export class TenantGraph {
 
   /** Removes a membership from both sides, and the user when it has no role left. */
   #unlinkMember(u: UserId, r: RoleId): void {
+    this.#holdersOfRole(r, u, -1);
     this.#roleUsers[r]?.delete(u);
     const roles = this.#userRoles[u];
     this.#edges--;

@@ -136,6 +136,16 @@ export interface ClientOptions {
   onResponse?: (method: string, path: string, result: ApiResult<unknown>) => void;
 }
 
+import type {
+  ActionSearchRequest, AuthzenEntity, AuthzenMetadata, Decision, EvaluationRequest, EvaluationsRequest, Explanation, ResourceSearchRequest, SearchPage,
+  SubjectSearchRequest,
+} from './authzen.ts';
+
+export type * from './authzen.ts';
+
+/** An AuthZEN answer: `value` is the 200 body (AuthZEN's own shape); errors come as in {@link ApiResult}. */
+export type PdpResult<T> = ApiResult<never> & { value: T | undefined };
+
 const seg = encodeURIComponent;
 
 /** Client of one gateway for one credential. */
@@ -305,6 +315,39 @@ export class RbacClient {
   unscheduleWorkflow(workflow: string, options?: CallOptions): Promise<ApiResult<{ workflow: string }>> {
     return this.request('DELETE', `/api/workflow/schedule/${seg(workflow)}`, { ...options });
   }
+  explain(user: string, permission: string, options?: CallOptions): Promise<ApiResult<Explanation>> {
+    return this.request('GET', `/api/explain/${seg(user)}/${seg(permission)}`, options);
+  }
+
+  // ---- AuthZEN 1.0 (at the service root) --------------------------------------------------------
+
+  /** POST to an AuthZEN route; `value` is the body of a 200. */
+  async pdp<T>(path: string, body: unknown, options: CallOptions = {}): Promise<PdpResult<T>> {
+    const res = await this.request<never>('POST', path, { ...options, body });
+    return { ...res, value: res.status === 200 ? (res.body as unknown as T) : undefined };
+  }
+  evaluation(body: EvaluationRequest, options?: CallOptions): Promise<PdpResult<Decision>> {
+    return this.pdp('/access/v1/evaluation', body, options);
+  }
+  /** A batch; without `evaluations` the answer is a single decision, like {@link evaluation}. */
+  evaluations(body: EvaluationsRequest, options?: CallOptions): Promise<PdpResult<{ evaluations: Decision[] } | Decision>> {
+    return this.pdp('/access/v1/evaluations', body, options);
+  }
+  searchSubjects(body: SubjectSearchRequest, options?: CallOptions): Promise<PdpResult<SearchPage<AuthzenEntity>>> {
+    return this.pdp('/access/v1/search/subject', body, options);
+  }
+  searchResources(body: ResourceSearchRequest, options?: CallOptions): Promise<PdpResult<SearchPage<AuthzenEntity>>> {
+    return this.pdp('/access/v1/search/resource', body, options);
+  }
+  searchActions(body: ActionSearchRequest, options?: CallOptions): Promise<PdpResult<SearchPage<{ name: string }>>> {
+    return this.pdp('/access/v1/search/action', body, options);
+  }
+  /** The PDP metadata; `path` is the base URL's path, when it has one. */
+  async authzenConfiguration(path = ''): Promise<PdpResult<AuthzenMetadata>> {
+    const res = await this.request<never>('GET', `/.well-known/authzen-configuration${path}`);
+    return { ...res, value: res.status === 200 ? (res.body as unknown as AuthzenMetadata) : undefined };
+  }
+
   /** The schedule's runs, newest first. */
   workflowRuns(workflow: string, options?: PageOptions): Promise<ApiResult<WorkflowRun[]>> {
     return this.page(`/api/workflow/runs/${seg(workflow)}`, options);

@@ -67,6 +67,37 @@ function checkWebhookHosts(cfg: Config): void {
   }
 }
 
+/**
+ * The AuthZEN settings (CONTRACT.md §11): the PDP identifier is `https://host[:port][/path]`
+ * without userinfo, query, fragment or trailing slash, since clients compare it to what they
+ * asked for; each subject type follows the name rule.
+ */
+function checkAuthzen(cfg: Config): void {
+  const base = cfg.AUTH_AUTHZEN_BASE_URL;
+  if (base !== undefined && !isPdpIdentifier(base)) {
+    throw new ConfigError(
+      `AUTH_AUTHZEN_BASE_URL=${JSON.stringify(base)} is invalid: allowed is https://host[:port][/path] without userinfo, query, fragment or trailing /`,
+    );
+  }
+  for (const type of cfg.AUTH_AUTHZEN_SUBJECT_TYPES.split(',')) {
+    if (!/^[A-Za-z0-9_.:@+|-]{1,128}$/.test(type)) {
+      throw new ConfigError(
+        `AUTH_AUTHZEN_SUBJECT_TYPES=${JSON.stringify(cfg.AUTH_AUTHZEN_SUBJECT_TYPES)} is invalid: allowed is a comma-separated list of types, each 1 to 128 characters of A-Z a-z 0-9 _ - . : @ + |`,
+      );
+    }
+  }
+}
+
+function isPdpIdentifier(base: string): boolean {
+  if (!/^https:\/\/[^/?#@\s]+(\/[^?#\s]*)?$/.test(base) || base.endsWith('/')) return false;
+  try {
+    const url = new URL(base);
+    return url.protocol === 'https:' && url.hostname !== '';
+  } catch {
+    return false;
+  }
+}
+
 /** The settings of `config/<NODE_ENV>.json`, or none when the file does not exist. */
 function readConfigFile(file: string, props: Record<ConfigKey, PropSchema>): Record<string, unknown> {
   if (!existsSync(file)) return {};
@@ -136,5 +167,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     }
   }
   checkWebhookHosts(cfg);
+  checkAuthzen(cfg);
   return Object.freeze(cfg);
 }

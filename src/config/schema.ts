@@ -39,6 +39,8 @@ export const configSchema = {
     AUTH_AUDIT_RETENTION_DAYS: { type: 'integer', minimum: 0, maximum: 36500, default: 90 },
     AUTH_SHUTDOWN_DELAY_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 0 },
     AUTH_ACCESS_LOG_SAMPLE: { type: 'number', minimum: 0, maximum: 1, default: 0 },
+    AUTH_AUTHZEN_BASE_URL: { type: 'string', minLength: 1 },
+    AUTH_AUTHZEN_SUBJECT_TYPES: { type: 'string', minLength: 1, default: 'user' },
   },
 } as const;
 
@@ -93,4 +95,8 @@ export interface Config {
   readonly AUTH_SHUTDOWN_DELAY_MS: number;
   /** Share of `/api` requests written to the access log (0 to 1; 0: none). */
   readonly AUTH_ACCESS_LOG_SAMPLE: number;
+  /** The https PDP identifier published at /.well-known/authzen-configuration; none: that route is 404. */
+  readonly AUTH_AUTHZEN_BASE_URL?: string;
+  /** Comma-separated AuthZEN subject types that name users. */
+  readonly AUTH_AUTHZEN_SUBJECT_TYPES: string;
 }

@@ -97,6 +97,11 @@ export const ERRORS = {
     message: (p: { readonly revision: number; readonly current: number }) =>
       `X-Authz-Min-Revision ${p.revision} is above the client's current revision ${p.current}; send a revision this service returned in X-Authz-Revision`,
   },
+  ERR_AUTHZEN_NOT_CONFIGURED: {
+    status: 404,
+    retryable: false,
+    message: () => 'no AuthZEN metadata: the service has no AUTH_AUTHZEN_BASE_URL configured',
+  },
   ERR_CONSISTENCY_REVISION_TIMEOUT: {
     status: 503,
     retryable: true,

@@ -131,7 +131,7 @@ export class ApiHandler {
   }
 
   #unauthenticated(res: EngineResponse, req: EngineRequest, plan: RoutePlan): void {
-    this.#p.responder.error(this.#p.responder.target(res, req, '', plan.series), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
+    this.#p.responder.unauthenticated(res, req, plan.series);
   }
 
   #audited(plan: RoutePlan, t: TenantTarget, req: EngineRequest, principal: Principal): AuditedRequest {

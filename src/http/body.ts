@@ -76,37 +76,68 @@ function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyR
 const ABANDONED_AFTER_MS = 12_000;
 
 /**
+ * The raw bytes of a body that arrived whole, or why it did not. The bytes may be a view of the
+ * engine's own memory, valid only while `done` runs: a caller that keeps them copies them.
+ */
+export type Collected = { readonly bytes: Buffer; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean };
+
+type Settle = (result: Collected) => void;
+
+/**
+ * Reads still waiting for their last chunk, by when they started. One sweep a second settles the
+ * abandoned ones: a timer per request would cost every POST a timer's creation and cancellation.
+ */
+const waiting = new Map<Settle, number>();
+let sweeper: NodeJS.Timeout | undefined;
+
+function watch(settle: Settle): void {
+  waiting.set(settle, Date.now());
+  sweeper ??= setInterval(sweep, 1000).unref();
+}
+
+function sweep(): void {
+  const cutoff = Date.now() - ABANDONED_AFTER_MS;
+  for (const [settle, startedAt] of waiting) {
+    if (startedAt <= cutoff) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
+  }
+  if (waiting.size === 0) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
+}
+
+/**
  * Starts reading the request body; must be called inside the handler, before it returns.
+ * `done` is called once, from the engine's data callback (uncorked), with the whole body.
  * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
  * soon as it passes the limit (and the connection closed, since the rest is never read).
  */
+export function collectBody(res: HttpResponse, req: HttpRequest, maxBytes: number, done: Settle): void {
+  const declared = req.getHeader('content-length');
+  const tooLarge = (): Collected => ({ error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }), close: true });
+  if (declared !== '' && Number(declared) > maxBytes) return done(tooLarge());
+  let chunks: Buffer[] | undefined;
+  let size = 0;
+  const settle = (result: Collected): void => {
+    if (!waiting.delete(settle)) return;
+    done(result);
+  };
+  watch(settle);
+  res.onData((chunk, isLast) => {
+    if (!waiting.has(settle)) return;
+    size += chunk.byteLength;
+    if (size > maxBytes) return settle(tooLarge());
+    // A body in one chunk is read in place; otherwise each chunk is copied (uWS reuses its memory).
+    if (isLast && chunks === undefined) return settle({ bytes: Buffer.from(chunk) });
+    if (chunk.byteLength > 0) (chunks ??= []).push(Buffer.from(chunk.slice(0)));
+    if (isLast) settle({ bytes: Buffer.concat(chunks ?? []) });
+  });
+}
+
+/** {@link collectBody}, then the body validated against an /api body schema. */
 export function readBody(res: HttpResponse, req: HttpRequest, maxBytes: number, schema: BodySchemaName): Promise<BodyResult> {
   const contentType = req.getHeader('content-type');
-  const declared = req.getHeader('content-length');
-  const tooLarge = (): BodyResult => ({
-    error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }),
-    close: true,
-  });
-  if (declared !== '' && Number(declared) > maxBytes) return Promise.resolve(tooLarge());
   return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (result: BodyResult): void => {
-      settled = true;
-      clearTimeout(abandoned);
-      resolve(result);
-    };
-    const abandoned = setTimeout(() => {
-      if (!settled) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
-    }, ABANDONED_AFTER_MS).unref();
-    res.onData((chunk, isLast) => {
-      if (settled) return;
-      size += chunk.byteLength;
-      if (size > maxBytes) return settle(tooLarge());
-      // uWS reuses the chunk's memory after this callback: copy it.
-      if (chunk.byteLength > 0) chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) settle(finish(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks), contentType, schema));
-    });
+    collectBody(res, req, maxBytes, (body) => resolve(body.error === undefined ? finish(body.bytes, contentType, schema) : body));
   });
 }

@@ -51,6 +51,15 @@ export class Drain {
     });
   }
 
+  /** Counts an answer as in flight until {@link leave} (once per enter): a callback's, without a promise. */
+  enter(): void {
+    this.#inFlight++;
+  }
+
+  leave(): void {
+    this.#inFlight--;
+  }
+
   /** Stops accepting, waits for requests in flight (at most `graceMs`), then closes connections. */
   close(listener: Listener, graceMs: number): Promise<void> {
     return new Promise<void>((done) => {

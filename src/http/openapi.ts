@@ -1,33 +1,9 @@
 import { NAME_RULE } from '../authz/names.ts';
 import { BUILD } from '../config/build.ts';
 import { accessOf, isPaged, type Route } from './routes/index.ts';
-import { bodies, data, envelope, errorEnvelope, name } from './schemas/index.ts';
-
-type Headers = Record<string, object>;
-
-/** The response headers the service sends (CONTRACT.md §2, §3, §4, §6, §7), as OpenAPI header objects. */
-const HEADER = {
-  requestId: { 'X-Request-Id': { required: true, description: 'Echoed from the request (1-128 visible ASCII characters), else generated', schema: { type: 'string', minLength: 1, maxLength: 128 } } },
-  revision: (required: boolean): Headers => ({
-    'X-Authz-Revision': { required, description: "The client's revision this answer reflects", schema: { type: 'string', pattern: '^[0-9]+$' } },
-  }),
-  retryAfter: { 'Retry-After': { required: true, description: 'Seconds to wait before trying again', schema: { type: 'string', pattern: '^[0-9]+$' } } },
-  authenticate: { 'WWW-Authenticate': { required: true, description: 'Bearer', schema: { type: 'string', const: 'Bearer' } } },
-  allow: { Allow: { required: true, description: 'The methods this path accepts', schema: { type: 'string' } } },
-} as const;
-
-/** The extra headers of an error status on an authenticated route. */
-function errorHeaders(status: number, authenticated: boolean): Headers {
-  if (status === 401) return HEADER.authenticate;
-  if (status === 405) return HEADER.allow;
-  const revision = authenticated ? HEADER.revision(false) : {};
-  return status === 503 ? { ...revision, ...HEADER.retryAfter } : revision;
-}
-
-const json = (schema: object) => ({ 'application/json': { schema } });
-const error = (description: string, headers: Headers = {}) => ({ description, headers: { ...HEADER.requestId, ...headers }, content: json(errorEnvelope) });
-const plainJson = (description: string, schema: object, headers: Headers = {}) => ({ description, headers: { ...HEADER.requestId, ...headers }, content: json(schema) });
-const wrongMethod = () => error('Wrong method for this path', HEADER.allow);
+import { authzenPaths } from './authzen-openapi.ts';
+import { error, errorHeaders, HEADER, plainJson, wrongMethod } from './openapi-parts.ts';
+import { bodies, data, envelope, name } from './schemas/index.ts';
 
 /** The parameters of a route: its names in the path, paging for lists, the headers all share. */
 function parametersOf(r: Route): object[] {
@@ -133,7 +109,7 @@ export function buildOpenApi(routes: readonly Route[]): object {
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
-  Object.assign(paths, PLAIN_PATHS);
+  Object.assign(paths, PLAIN_PATHS, authzenPaths());
   return {
     openapi: '3.1.0',
     info: {

@@ -57,6 +57,11 @@ export class Responder {
     send(t, this.cors, err.status, errorBody(err.status, err.message), revision, errorHeaders(err), closeConnection);
   }
 
+  /** 401 with `WWW-Authenticate: Bearer`: no valid credential (CONTRACT.md §3). */
+  unauthenticated(res: EngineResponse, req: EngineRequest, series: number): void {
+    this.error(this.target(res, req, '', series), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
+  }
+
   /** Logs an unexpected failure with its stack and answers 500 naming the request id. */
   internal(t: RequestTarget, err: unknown): void {
     this.#log.error('request failed', { request_id: t.requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });

@@ -1,8 +1,14 @@
+import type { AuditRecord } from '../audit/record.ts';
 import type { TenantCache } from '../cache/index.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
 import { sampleAccessLog } from '../log/access.ts';
-import { API_SERIES } from './series.ts';
+import { API_SERIES, AUTHZEN_CONFIGURATION_SERIES, authzenSeriesOf } from './series.ts';
+import { Pdp } from '../authzen/decide.ts';
+import { AuthzenAnswers } from './authzen-answers.ts';
+import { AuthzenHandler } from './authzen-handler.ts';
+import { registerAuthzenMetadata } from './authzen-metadata.ts';
+import { AUTHZEN_ROUTES } from './routes/authzen.ts';
 import { Answers } from './answers.ts';
 import { ApiHandler } from './api-handler.ts';
 import type { Backend } from './backend.ts';
@@ -69,21 +75,25 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const drain = new Drain();
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
-  const api = new ApiHandler({
+  const shared = {
     credentials: new Credentials(tokens),
     cache,
     maxBodyBytes: config.AUTH_MAX_BODY_BYTES,
-    answers,
     responder,
     slow: new SlowPath(cache, backend, answers, responder, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
     drain,
-    audit: { record: (row) => backend.recordAudit(row) },
+    audit: { record: (row: AuditRecord) => backend.recordAudit(row) },
     auditReads: config.AUTH_AUDIT_CHECKS,
     metrics: deps.metrics,
-  });
+  };
+  const api = new ApiHandler({ ...shared, answers });
+  const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','));
+  const authzen = new AuthzenHandler({ ...shared, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
   const app = deps.engine.createApp();
   const routes = new RouteTable(app, drain, responder);
   for (const route of ROUTES) routes.on(route.method, route.path, api.forRoute(route));
+  for (const route of AUTHZEN_ROUTES) routes.on('POST', route.path, authzen.forRoute(route, authzenSeriesOf(route)));
+  registerAuthzenMetadata(routes, responder, config.AUTH_AUTHZEN_BASE_URL, AUTHZEN_CONFIGURATION_SERIES);
   registerPlainRoutes(routes, responder, backend, deps.engine.name, drain);
   routes.finish();
   const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);

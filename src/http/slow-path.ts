@@ -111,21 +111,8 @@ export class SlowPath {
 
   /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
   async #read(t: TenantTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
-    if (query.minRevision > loaded.revision) {
-      // The database's revision first: above it, no state can ever answer, and waiting would turn
-      // a client's wrong revision into a 503 that counts against the service (CONTRACT.md §6).
-      const stored = await this.#backend.revision(t.tenant);
-      if (stored < query.minRevision) {
-        const e = appError('ERR_CONSISTENCY_REVISION_AHEAD', { revision: query.minRevision, current: stored });
-        return corked(t, () => this.#responder.error(t, e, this.#revisionOr(t, loaded)));
-      }
-      const reached = await this.#cache.waitFor(t.tenant, query.minRevision, MIN_REVISION_WAIT_MS, () => this.#refresh(t.tenant));
-      if (!reached) {
-        const e = appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: query.minRevision, waitMs: MIN_REVISION_WAIT_MS });
-        return corked(t, () => this.#responder.error(t, e, this.#revisionOr(t, loaded)));
-      }
-    }
-    const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+    const g = await this.graphAtLeast(t, query.minRevision, loaded);
+    if (g instanceof AppError) return corked(t, () => this.#responder.error(t, g, this.#revisionOr(t, loaded)));
     corked(t, () => {
       try {
         this.#answers.read(t, route, g, p, query, body);
@@ -134,6 +121,25 @@ export class SlowPath {
         this.#responder.error(t, err, g.revision);
       }
     });
+  }
+
+  /**
+   * The tenant's graph at `minRevision` or newer (`X-Authz-Min-Revision`, CONTRACT.md §6), waiting
+   * for it up to a second; the 400 to answer when the database has not reached it, the 503 when it
+   * does not come in time. `loaded`: a graph already in
+   * hand, else the cached one (loaded when missing).
+   */
+  async graphAtLeast(t: TenantTarget, minRevision: number, loaded?: TenantGraph): Promise<TenantGraph | AppError> {
+    const current = loaded ?? this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+    if (minRevision > current.revision) {
+      // The database's revision first: above it, no state can ever answer, and waiting would turn
+      // a client's wrong revision into a 503 that counts against the service (docs/api.md §9).
+      const stored = await this.#backend.revision(t.tenant);
+      if (stored < minRevision) return appError('ERR_CONSISTENCY_REVISION_AHEAD', { revision: minRevision, current: stored });
+      const reached = await this.#cache.waitFor(t.tenant, minRevision, MIN_REVISION_WAIT_MS, () => this.#refresh(t.tenant));
+      if (!reached) return appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: minRevision, waitMs: MIN_REVISION_WAIT_MS });
+    }
+    return this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
   }
 
   /** Picks up a change committed by another process: rehydrates when the database is ahead. */

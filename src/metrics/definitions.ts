@@ -38,7 +38,7 @@ export const METRICS = {
   httpDuration: spec('rbac_http_request_duration_seconds', 'histogram', 'Time from reading a /api request to its answer', ['route', 'method'], {
     buckets: REQUEST_BUCKETS,
   }),
-  checkDecisions: spec('rbac_check_decisions_total', 'counter', 'Permission and membership decisions (has_permission, permission, membership, batch items)', ['result']),
+  checkDecisions: spec('rbac_check_decisions_total', 'counter', 'Permission and membership decisions (has_permission, permission, membership, batch items, AuthZEN evaluations and their batch items)', ['result']),
   cacheHits: spec('rbac_cache_hits_total', 'counter', 'Requests answered from a cached client graph'),
   cacheMisses: spec('rbac_cache_misses_total', 'counter', 'Requests that had to hydrate a client graph first'),
   cacheEvictions: spec('rbac_cache_evictions_total', 'counter', 'Client graphs evicted to stay within AUTH_CACHE_MAX_MB'),

@@ -24,12 +24,13 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   '.': ['config', 'log', 'primary', 'worker'],
   audit: ['authz', 'log'],
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
+  authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
   cache: ['authz'],
   client: [],
   config: [],
   crypto: [],
   errors: [],
-  http: ['audit', 'authz', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time', 'workflow'], // never store: reads via cache
+  http: ['audit', 'authz', 'authzen', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time', 'workflow'], // never store: reads via cache
   invalidation: ['authz', 'log'],
   log: [],
   metrics: ['log'],
@@ -62,7 +63,7 @@ const DRIVERS: Readonly<Record<string, string>> = {
 };
 
 /** Folders with no I/O: no Node.js built-in, with or without the node: prefix. */
-const NO_BUILTINS = ['authz'];
+const NO_BUILTINS = ['authz', 'authzen'];
 
 /**
  * Adapters (src/ path prefixes) and the only files outside them that may import them: each port

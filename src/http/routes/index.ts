@@ -1,5 +1,6 @@
 import type { AuditEntry } from '../../audit/record.ts';
 import type { Change, ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
+import { explain } from '../../authz/explain.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import type { NameField } from '../../authz/names.ts';
 import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
@@ -182,6 +183,12 @@ export const ROUTES: readonly Route[] = [
     id: 'has_permission', kind: 'read', method: 'GET', path: '/api/has_permission/{user}/{permission}', params: ['user', 'permission'],
     status: 200, message: 'OK', data: 'hasPermission', summary: 'Whether the user holds the permission through any role',
     run: (g, p) => ({ has_permission: g.check(p0(p), p1(p)) }),
+  },
+  {
+    id: 'explain', kind: 'read', method: 'GET', path: '/api/explain/{user}/{permission}', params: ['user', 'permission'], status: 200,
+    message: 'OK', data: 'explanation',
+    summary: 'Why the user holds the permission (the roles granting it), or what would grant it (least privilege first)',
+    run: (g, p) => explain(g, p0(p), p1(p)),
   },
   {
     id: 'user_permissions', kind: 'list', method: 'GET', path: '/api/user_permissions/{user}', params: ['user'], status: 200,

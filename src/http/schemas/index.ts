@@ -93,6 +93,11 @@ export const data = {
       last_status: { type: ['integer', 'null'], description: "The receiver's last HTTP status, null before one" },
     }),
   })),
+  explanation: obj({
+    has_permission: { type: 'boolean' },
+    granted_by: listOf(name),
+    remedies: listOf(obj({ role: name, permissions: { type: 'integer', minimum: 1, description: "The role's number of permissions" } })),
+  }),
   check: obj({
     results: listOf(obj({ user: name, permission: name, has_permission: { type: 'boolean' } })),
     all: { type: 'boolean' },

@@ -60,7 +60,7 @@ test('every status of the catalogue has its short text', () => {
 });
 
 test('codes are named ERR_<AREA>_<WHAT>', () => {
-  for (const code of Object.keys(ERRORS)) assert.match(code, /^ERR_(HTTP|AUTH|VALIDATION|AUTHZ|WORKFLOW|CONSISTENCY|STORE|INTERNAL)(_[A-Z]+)*$/, code);
+  for (const code of Object.keys(ERRORS)) assert.match(code, /^ERR_(HTTP|AUTH|VALIDATION|AUTHZ|AUTHZEN|WORKFLOW|CONSISTENCY|STORE|INTERNAL)(_[A-Z]+)*$/, code);
 });
 
 test('templates word the texts the wire carries today', () => {

@@ -48,7 +48,7 @@ test('servers, a license, and security: bearer on /api, none on the public route
   assert.ok((doc.servers ?? []).length > 0);
   assert.equal(doc.info.license?.name, 'MIT');
   for (const { path, method, op } of operations) {
-    const expected = path.startsWith('/api/') ? [{ bearer: [] }] : [];
+    const expected = /^\/(api|access)\//.test(path) ? [{ bearer: [] }] : [];
     assert.deepEqual(op.security, expected, `${method} ${path}`);
   }
   for (const path of ['/ping', '/health', '/ready', '/version', '/openapi.json']) assert.ok(path in doc.paths, path);
@@ -69,7 +69,7 @@ test('every response header, where it is sent', () => {
   for (const { path, method, op } of operations) {
     for (const status of Object.keys(op.responses)) assert.ok(headersOf(op, status).includes('X-Request-Id'), `${method} ${path} ${status}: X-Request-Id`);
     assert.ok(headersOf(op, '405').includes('Allow'), `${method} ${path}: 405 with Allow`);
-    if (!path.startsWith('/api/')) continue;
+    if (!/^\/(api|access)\//.test(path)) continue;
     assert.ok(headersOf(op, '401').includes('WWW-Authenticate'), `${method} ${path}: 401 with WWW-Authenticate`);
     assert.ok(headersOf(op, '503').includes('Retry-After'), `${method} ${path}: 503 with Retry-After`);
     const success = Object.keys(op.responses).find((s) => s.startsWith('2')) ?? '';
