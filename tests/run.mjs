@@ -23,6 +23,7 @@ const files = [
   'tests/unit/store/transient.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',
   'tests/integration/store-conformance.test.ts',
+  'tests/integration/store-created.test.ts',
   'tests/integration/store-audit.test.ts',
   'tests/integration/store-workflow.test.ts',
   'tests/e2e/routes.test.ts',
