@@ -14,6 +14,7 @@ const files = [
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',
   'tests/unit/cache/reorder.test.ts',
+  'tests/unit/cache/client-index.test.ts',
   'tests/e2e/config.test.ts',
   'tests/e2e/engine.test.ts',
   'tests/e2e/start.test.ts',
