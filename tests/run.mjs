@@ -34,6 +34,7 @@ const files = [
   'tests/e2e/cluster.test.ts',
   'tests/unit/store/resilience.test.ts',
   'tests/e2e/instances.test.ts',
+  'tests/e2e/unknown-clients.test.ts',
   'tests/e2e/outage.test.ts',
   'tests/e2e/operations.test.ts',
   'tests/e2e/metrics.test.ts',
