@@ -13,6 +13,7 @@ const files = [
   'tests/unit/errors/catalogue.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',
+  'tests/unit/http/credentials.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',
   'tests/e2e/config.test.ts',

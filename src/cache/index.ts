@@ -99,6 +99,11 @@ export class TenantCache {
     if (complete) this.#indexLoaded = true;
   }
 
+  /** False when the tenant has certainly never written (the index is loaded and does not hold it). */
+  mayExist(tenant: TenantId): boolean {
+    return !this.#indexLoaded || this.#index.has(tenant);
+  }
+
   /**
    * The cached graph; {@link UNKNOWN_CLIENT} for a tenant that has never written; else undefined
    * (the caller then awaits {@link load}). Synchronous.

@@ -70,7 +70,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
   const api = new ApiHandler({
-    credentials: new Credentials(tokens),
+    credentials: new Credentials(tokens, (tenant) => cache.mayExist(tenant)),
     cache,
     maxBodyBytes: config.AUTH_MAX_BODY_BYTES,
     answers,
