@@ -1,7 +1,14 @@
-import { LRUCache } from 'lru-cache';
 import type { Change, ChangeRecord, Snapshot } from '../authz/changes.ts';
 import { TenantGraph } from '../authz/graph.ts';
 import type { TenantId } from '../authz/tenant.ts';
+import { ClientIndex } from './client-index.ts';
+import { Graphs } from './graphs.ts';
+
+/**
+ * The graph of every tenant the client index has never heard of: revision 0, nothing in it. One
+ * shared instance, never cached and never changed (changes apply only to cached graphs).
+ */
+export const UNKNOWN_CLIENT: TenantGraph = new TenantGraph(0);
 
 /** Where hydration reads a tenant from (the pool, in the worker). */
 export type SnapshotLoader = (tenant: TenantId) => Promise<Snapshot>;
@@ -41,12 +48,16 @@ const GAP_WAIT_MS = 100;
 
 /**
  * The tenant graphs of one worker: an LRU bounded by an estimate of their heap size, filled by
- * single-flight hydration. Unknown tenants are cached too (as empty graphs), so random keys cannot
- * turn each request into a database read. A hydration that started before a change was applied
- * never installs a graph older than that change: the revision floor sends it round again.
+ * single-flight hydration. A tenant that has never written is answered from the client index,
+ * without the database and without a cache entry, so random keys cost nothing (see
+ * {@link ClientIndex}). A hydration that started before a change was applied never installs a
+ * graph older than that change: the revision floor sends it round again.
  */
 export class TenantCache {
-  readonly #lru: LRUCache<TenantId, TenantGraph>;
+  readonly #graphs: Graphs;
+  readonly #index = new ClientIndex();
+  /** Until the index is loaded from the database, every tenant goes the normal way. */
+  #indexLoaded = false;
   readonly #load: SnapshotLoader;
   readonly #inflight = new Map<TenantId, Promise<TenantGraph>>();
   /** The newest revision known per tenant while its hydration is in flight. */
@@ -60,33 +71,53 @@ export class TenantCache {
     this.#load = load;
     this.#gapWaitMs = gapWaitMs;
     this.#events = events;
-    this.#lru = new LRUCache<TenantId, TenantGraph>({
-      maxSize: maxBytes,
-      sizeCalculation: (g) => Math.max(1, g.estimatedBytes),
-      disposeAfter: (_g, _tenant, reason) => {
-        if (reason === 'evict') events.evicted();
-      },
-    });
+    this.#graphs = new Graphs(maxBytes, () => events.evicted());
   }
 
   /** Graphs cached now. */
   get size(): number {
-    return this.#lru.size;
+    return this.#graphs.size;
   }
 
-  /** Their estimated bytes (what AUTH_CACHE_MAX_MB bounds). */
+  /** Their estimated bytes (AUTH_CACHE_MAX_MB bounds the real clients' part). */
   get bytes(): number {
-    return this.#lru.calculatedSize;
+    return this.#graphs.bytes;
   }
 
-  /** The cached graph, or undefined (the caller then awaits {@link load}). Synchronous. */
+  /** Tenants in the client index. */
+  get indexed(): number {
+    return this.#index.size;
+  }
+
+  /**
+   * Adds tenants that exist to the client index (loaded at start, then the clients created
+   * since). `complete`: the index now holds every tenant the database held when it was read, so
+   * a tenant missing from it can be answered as {@link UNKNOWN_CLIENT}.
+   */
+  know(tenants: Iterable<TenantId>, complete: boolean): void {
+    for (const tenant of tenants) this.#index.add(tenant);
+    if (complete) this.#indexLoaded = true;
+  }
+
+  /** False when the tenant has certainly never written (the index is loaded and does not hold it). */
+  mayExist(tenant: TenantId): boolean {
+    return !this.#indexLoaded || this.#index.has(tenant);
+  }
+
+  /**
+   * The cached graph; {@link UNKNOWN_CLIENT} for a tenant that has never written; else undefined
+   * (the caller then awaits {@link load}). Synchronous.
+   */
   get(tenant: TenantId): TenantGraph | undefined {
-    return this.#lru.get(tenant);
+    const g = this.#graphs.real(tenant);
+    if (g !== undefined) return g;
+    if (this.#indexLoaded && !this.#index.has(tenant)) return UNKNOWN_CLIENT;
+    return this.#graphs.empty(tenant);
   }
 
   /** Hydrates the tenant once, however many requests ask at the same time. */
   load(tenant: TenantId): Promise<TenantGraph> {
-    const cached = this.#lru.get(tenant);
+    const cached = this.#graphs.real(tenant) ?? this.#graphs.empty(tenant);
     if (cached !== undefined) return Promise.resolve(cached);
     let p = this.#inflight.get(tenant);
     if (p === undefined) {
@@ -102,7 +133,7 @@ export class TenantCache {
   /** The cached tenants and the revision of each graph (without touching their recency). */
   revisions(): Array<[TenantId, number]> {
     const out: Array<[TenantId, number]> = [];
-    for (const [tenant, g] of this.#lru.entries()) out.push([tenant, g.revision]);
+    for (const [tenant, g] of this.#graphs.entries()) out.push([tenant, g.revision]);
     return out;
   }
 
@@ -111,14 +142,15 @@ export class TenantCache {
    * changelog; a graph that cannot be brought up is dropped, so the next request hydrates.
    */
   async catchUp(tenant: TenantId, stored: number, replay: Replay): Promise<void> {
-    const g = this.#lru.peek(tenant);
+    if (stored > 0) this.#index.add(tenant);
+    const g = this.#graphs.peek(tenant);
     if (g === undefined || g.revision >= stored) return;
     try {
       for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
     } catch {
       // the graph stays behind and is dropped below
     }
-    if (this.#lru.peek(tenant) !== g) return;
+    if (this.#graphs.peek(tenant) !== g) return;
     if (g.revision < stored) {
       this.drop(tenant);
       return;
@@ -128,7 +160,7 @@ export class TenantCache {
 
   /** Forgets the tenant's graph; the next request hydrates it. */
   drop(tenant: TenantId): void {
-    this.#lru.delete(tenant);
+    this.#graphs.delete(tenant);
     const held = this.#held.get(tenant);
     if (held !== undefined) this.#release(tenant, held);
   }
@@ -148,10 +180,12 @@ export class TenantCache {
    * graph is dropped so the next request hydrates a complete one. Never applies out of order.
    */
   apply(tenant: TenantId, change: Change, revision: number, replay: Replay): Promise<void> {
+    // A committed change: the tenant exists from now on (its first write is heard here).
+    this.#index.add(tenant);
     if (this.#inflight.has(tenant)) {
       this.#floor.set(tenant, Math.max(this.#floor.get(tenant) ?? 0, revision));
     }
-    const g = this.#lru.peek(tenant);
+    const g = this.#graphs.peek(tenant);
     if (g === undefined) return DONE;
     const result = g.apply(change, revision);
     if (result === 'stale') return DONE;
@@ -201,10 +235,9 @@ export class TenantCache {
         this.#release(tenant, held);
       }
     }
-    if (this.#lru.peek(tenant) !== g) return;
-    // lru-cache sizes an entry when it is set: set it again so the budget follows the growth.
-    this.#lru.delete(tenant);
-    this.#lru.set(tenant, g);
+    if (this.#graphs.peek(tenant) !== g) return;
+    // Set again, so the budget follows the growth (and a first change moves it to the real shelf).
+    this.#graphs.set(tenant, g);
     this.#wake(tenant, g.revision);
   }
 
@@ -212,7 +245,7 @@ export class TenantCache {
   async #fillGap(tenant: TenantId, held: Held, replay: Replay): Promise<void> {
     const g = held.graph;
     if (this.#held.get(tenant) !== held) return;
-    if (this.#lru.peek(tenant) === g) {
+    if (this.#graphs.peek(tenant) === g) {
       try {
         for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
       } catch {
@@ -224,7 +257,7 @@ export class TenantCache {
     if (this.#held.get(tenant) !== held) return;
     // Still behind a change that was held: the changelog could not fill the gap.
     this.#release(tenant, held);
-    if (this.#lru.peek(tenant) === g) this.#lru.delete(tenant);
+    if (this.#graphs.peek(tenant) === g) this.#graphs.delete(tenant);
     this.#events.gap('rehydrated');
   }
 
@@ -242,7 +275,7 @@ export class TenantCache {
    * `refresh` is called while waiting, so a change committed elsewhere is picked up too.
    */
   waitFor(tenant: TenantId, revision: number, timeoutMs: number, refresh: () => Promise<void>): Promise<boolean> {
-    const g = this.#lru.peek(tenant);
+    const g = this.#graphs.peek(tenant);
     if (g !== undefined && g.revision >= revision) return Promise.resolve(true);
     return new Promise((resolve) => {
       let done = false;
@@ -276,7 +309,8 @@ export class TenantCache {
       const floor = this.#floor.get(tenant) ?? 0;
       if (snapshot.revision < floor) continue; // a change committed while we read: read again
       const g = TenantGraph.fromSnapshot(snapshot);
-      this.#lru.set(tenant, g);
+      if (g.revision > 0) this.#index.add(tenant);
+      this.#graphs.set(tenant, g);
       const held = this.#held.get(tenant);
       if (held !== undefined) this.#release(tenant, held);
       this.#wake(tenant, g.revision);

@@ -1,5 +1,5 @@
 import type { NameField } from '../authz/names.ts';
-import type { TenantCache } from '../cache/index.ts';
+import { UNKNOWN_CLIENT, type TenantCache } from '../cache/index.ts';
 import { AppError, appError } from '../errors/index.ts';
 import type { Answers } from './answers.ts';
 import { AuditedRequest, type AuditSink } from './audited.ts';
@@ -97,7 +97,8 @@ export class ApiHandler {
     if (failure === undefined && route.body !== undefined) body ??= readBody(res, req, this.#p.maxBodyBytes, route.body);
     else body = undefined;
     const g = this.#p.cache.get(principal.tenant);
-    this.#p.metrics.cache(g !== undefined);
+    if (g === UNKNOWN_CLIENT) this.#p.metrics.unknownClient();
+    else this.#p.metrics.cache(g !== undefined);
     if (plan.fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
       try {
         this.#p.answers.read(t, route, g, p, query, undefined);

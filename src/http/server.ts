@@ -76,7 +76,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
   const shared = {
-    credentials: new Credentials(tokens),
+    credentials: new Credentials(tokens, (tenant) => cache.mayExist(tenant)),
     cache,
     maxBodyBytes: config.AUTH_MAX_BODY_BYTES,
     responder,

@@ -44,6 +44,10 @@ export const METRICS = {
   cacheEvictions: spec('rbac_cache_evictions_total', 'counter', 'Client graphs evicted to stay within AUTH_CACHE_MAX_MB'),
   cacheClients: spec('rbac_cache_clients', 'gauge', 'Client graphs cached (summed over workers)'),
   cacheBytes: spec('rbac_cache_bytes', 'gauge', 'Estimated bytes of cached client graphs (summed over workers)'),
+  unknownClients: spec('rbac_unknown_client_requests_total', 'counter', 'Requests answered as a client that never wrote, from the client index (no database query, no cache entry)'),
+  indexedClients: spec('rbac_client_index_clients', 'gauge', 'Clients in the client index (each worker holds them all: the largest worker\'s count)', [], {
+    aggregation: 'max',
+  }),
   hydration: spec('rbac_hydration_duration_seconds', 'histogram', 'Time to load and build a client graph', [], { buckets: SLOW_BUCKETS }),
   invalidationDelay: spec('rbac_invalidation_delay_seconds', 'histogram', 'From a change committed elsewhere to it being applied here', ['source'], {
     buckets: SLOW_BUCKETS,

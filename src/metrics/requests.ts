@@ -27,9 +27,11 @@ export interface RequestMetrics {
   decision(allowed: boolean): void;
   /** Whether the request found its client's graph cached. */
   cache(hit: boolean): void;
+  /** The request's client never wrote: answered from the client index, neither a hit nor a miss. */
+  unknownClient(): void;
 }
 
-export const NO_REQUEST_METRICS: RequestMetrics = { answered: () => undefined, decision: () => undefined, cache: () => undefined };
+export const NO_REQUEST_METRICS: RequestMetrics = { answered: () => undefined, decision: () => undefined, cache: () => undefined, unknownClient: () => undefined };
 
 const BOUNDS: readonly number[] = REQUEST_BUCKETS;
 
@@ -45,6 +47,7 @@ export class RequestCounters implements RequestMetrics {
   #deny = 0;
   hits = 0;
   misses = 0;
+  unknown = 0;
 
   constructor(series: readonly RequestSeries[]) {
     this.#series = series;
@@ -72,6 +75,10 @@ export class RequestCounters implements RequestMetrics {
   cache(hit: boolean): void {
     if (hit) this.hits++;
     else this.misses++;
+  }
+
+  unknownClient(): void {
+    this.unknown++;
   }
 
   /** The request metrics in prom-client's exchange form. */

@@ -7,6 +7,8 @@ import { RequestCounters, type MetricJson, type RequestSeries } from './requests
 export interface WorkerGauges {
   cacheClients(): number;
   cacheBytes(): number;
+  /** Clients in the client index. */
+  indexedClients(): number;
   /** 0 closed, 1 half-open, 2 open. */
   circuitState(): number;
   dbConnections(): { total: number; idle: number; waiting: number };
@@ -58,6 +60,7 @@ export class WorkerMetrics {
       } as MetricConfiguration<string>);
     counted(METRICS.cacheHits, () => requests.hits);
     counted(METRICS.cacheMisses, () => requests.misses);
+    counted(METRICS.unknownClients, () => requests.unknown);
     const gauge = (m: MetricSpec, read: (g: Gauge) => void) =>
       new Gauge({
         ...options(m, r),
@@ -67,6 +70,7 @@ export class WorkerMetrics {
       } as MetricConfiguration<string>);
     gauge(METRICS.cacheClients, (g) => g.set(gauges.cacheClients()));
     gauge(METRICS.cacheBytes, (g) => g.set(gauges.cacheBytes()));
+    gauge(METRICS.indexedClients, (g) => g.set(gauges.indexedClients()));
     gauge(METRICS.dbCircuit, (g) => g.set(gauges.circuitState()));
     gauge(METRICS.dbPool, (g) => {
       const c = gauges.dbConnections();

@@ -5,7 +5,7 @@ import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import { fromWire } from '../errors/index.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
-import type { BatchStore, PendingWrite, WriteSettled } from '../store/port.ts';
+import type { BatchStore, CreatedTenants, PendingWrite, WriteSettled } from '../store/port.ts';
 import { storeFailure } from '../store/transient.ts';
 import type { Task, TaskReply, TaskValue } from './protocol.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
@@ -78,6 +78,9 @@ export class PooledStore implements BatchStore {
   }
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     return this.#run({ kind: 'revisions', tenants });
+  }
+  tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
+    return this.#run({ kind: 'tenantsSince', cursor });
   }
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     return this.#run({ kind: 'writeMany', writes });

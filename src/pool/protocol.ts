@@ -2,7 +2,7 @@ import type { AuditEntry, AuditRecord } from '../audit/record.ts';
 import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
-import type { PendingWrite, WriteSettled } from '../store/port.ts';
+import type { CreatedTenants, PendingWrite, WriteSettled } from '../store/port.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /** Every task a pool thread runs, and what each answers. One file, so both sides agree. */
@@ -10,6 +10,7 @@ export type Task =
   | { readonly kind: 'load'; readonly tenant: TenantId }
   | { readonly kind: 'revision'; readonly tenant: TenantId }
   | { readonly kind: 'revisions'; readonly tenants: readonly TenantId[] }
+  | { readonly kind: 'tenantsSince'; readonly cursor: string | undefined }
   | { readonly kind: 'writeMany'; readonly writes: readonly PendingWrite[] }
   | { readonly kind: 'changes'; readonly tenant: TenantId; readonly since: number; readonly limit: number }
   | { readonly kind: 'appendAudit'; readonly rows: readonly AuditRecord[] }
@@ -36,6 +37,7 @@ export interface TaskValue {
   load: Snapshot;
   revision: number;
   revisions: Array<[TenantId, number]>;
+  tenantsSince: CreatedTenants;
   writeMany: WriteSettled[];
   changes: ChangeRecord[];
   appendAudit: true;

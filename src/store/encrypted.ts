@@ -3,7 +3,7 @@ import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/chan
 import type { TenantId } from '../authz/tenant.ts';
 import { refusalFor, refused, type RefusalCode } from '../authz/write-rules.ts';
 import type { FieldCipher } from '../crypto/field-cipher.ts';
-import type { PendingWrite, StoreAdapter, WriteSettled } from './port.ts';
+import type { CreatedTenants, PendingWrite, StoreAdapter, WriteSettled } from './port.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /**
@@ -133,6 +133,10 @@ export class EncryptedStore implements StoreAdapter {
   }
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     return this.#inner.revisions(tenants);
+  }
+  /** Tenant ids are hashes, never names: nothing to seal. */
+  tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
+    return this.#inner.tenantsSince(cursor);
   }
   pruneAudit(before: string, limit: number): Promise<number> {
     return this.#inner.pruneAudit(before, limit);

@@ -232,4 +232,20 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE TABLE workflow_lease (name TEXT COLLATE "C" PRIMARY KEY, owner TEXT NOT NULL, expires_at BIGINT NOT NULL)`,
     ],
   },
+  {
+    version: 4,
+    name: 'clients in the order their creation became visible (the client index backstop)',
+    // SQLite commits one writer at a time and numbers a new row past every committed one, so
+    // `clients.id` already grows in the order creations become visible.
+    sqlite: [],
+    // Identity values are taken before commit (and burnt by ON CONFLICT), so a later id can be
+    // visible before an earlier one. The creating transaction's id can be compared with the
+    // oldest transaction still running (pg_snapshot_xmin): rows of older ones are all visible.
+    // Rows from before this migration get 0 and are read whole at start.
+    postgresql: [
+      `ALTER TABLE clients ADD COLUMN created_xid xid8 NOT NULL DEFAULT '0'`,
+      `ALTER TABLE clients ALTER COLUMN created_xid SET DEFAULT pg_current_xact_id()`,
+      `CREATE INDEX clients_by_created_xid ON clients (created_xid)`,
+    ],
+  },
 ];

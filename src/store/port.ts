@@ -20,6 +20,13 @@ export interface Store {
    * for the tenants the database knows; a tenant it does not know is at revision 0.
    */
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>>;
+  /**
+   * The tenants created after `cursor` (every tenant when undefined), and the cursor to ask from
+   * next time (opaque). A tenant whose creation commits after this call is in a later answer,
+   * whatever order creations commit in; a tenant may come more than once. Cheap when few were
+   * created: the client index's backstop asks every revalidation period.
+   */
+  tenantsSince(cursor: string | undefined): Promise<CreatedTenants>;
   /** Committed changes with a revision above `since`, ascending, at most `limit`. */
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /** Audit rows recorded apart from a write (failed requests, reads, tokens), in one transaction. */
@@ -58,6 +65,13 @@ export interface StoreAdapter extends BatchStore {
    * marks existed, and holding data, is plaintext. Touches no client data.
    */
   claimEncryption(mark: string): Promise<string>;
+}
+
+/** What {@link Store.tenantsSince} answers. */
+export interface CreatedTenants {
+  readonly tenants: TenantId[];
+  /** Where the next call goes on from. */
+  readonly cursor: string;
 }
 
 /** One write of a {@link StoreAdapter.writeMany} batch. */

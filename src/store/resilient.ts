@@ -3,7 +3,7 @@ import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import { AppError, errorMessage, fromWire } from '../errors/index.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import type { TenantId } from '../authz/tenant.ts';
-import type { BatchStore, PendingWrite, WriteSettled } from './port.ts';
+import type { BatchStore, CreatedTenants, PendingWrite, WriteSettled } from './port.ts';
 import { backoffMs, sleep, withRetry, type RetryPolicy } from './retry.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
@@ -87,6 +87,9 @@ export class ResilientStore implements BatchStore {
   }
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
     return this.#call(() => this.#inner.revisions(tenants));
+  }
+  tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
+    return this.#call(() => this.#inner.tenantsSince(cursor));
   }
   /**
    * A batch of writes through the breaker. A batch that failed before committing is tried again

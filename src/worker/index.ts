@@ -11,10 +11,10 @@ import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
 import { isToWorker, type ToPrimary } from '../primary/protocol.ts';
 import { CircuitBreaker } from '../store/breaker.ts';
-import type { Store } from '../store/port.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/resilient.ts';
 import { WritePipeline } from './write-pipeline.ts';
+import { loadClientIndex, startRevalidation } from './revalidation.ts';
 import { AppError } from '../errors/index.ts';
 import { AuditTrail } from '../audit/trail.ts';
 import { startAuditRetention } from '../audit/retention.ts';
@@ -55,6 +55,7 @@ async function startWorker(
       metrics = new WorkerMetrics(API_SERIES, {
         cacheClients: () => cache.size,
         cacheBytes: () => cache.bytes,
+        indexedClients: () => cache.indexed,
         circuitState: () => store.circuitState,
         dbConnections: () => pooled.connections(),
       });
@@ -67,7 +68,6 @@ async function startWorker(
       for (const r of records) metrics?.invalidated('instance', (Date.now() - Date.parse(`${r.at.slice(0, 23)}Z`)) / 1000);
       return records;
     };
-    const revalidator = startRevalidation(cache, store, replayMissed, config.AUTH_REVALIDATE_MS, log);
     const pipeline = new WritePipeline(
       {
         commit: (batch) => store.writeMany(batch),
@@ -89,6 +89,9 @@ async function startWorker(
       { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
     );
     applyChangesFrom(bus, cache, replay, metrics);
+    // After subscribing: a tenant created after this read is heard of as a change.
+    const created = await loadClientIndex(cache, store);
+    const revalidator = startRevalidation(cache, store, replayMissed, created, config.AUTH_REVALIDATE_MS, log);
     const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
     const backend: Backend = {
@@ -200,43 +203,6 @@ function within(p: Promise<void>, ms: number): Promise<boolean> {
       },
     );
   });
-}
-
-/** Tenants asked about per revalidation query. */
-const REVALIDATE_BATCH = 1000;
-
-/**
- * The backstop for changes this worker never heard of (a Redis message lost, another instance
- * on the same database without Redis): every `periodMs`, the revisions of all cached tenants in
- * one query per batch, and a changelog replay (or a drop) for each graph found behind.
- */
-function startRevalidation(
-  cache: TenantCache, store: Store, replay: (tenant: TenantId) => Replay, periodMs: number, log: Logger,
-): { now(): Promise<void>; stop(): void } {
-  let running: Promise<void> | undefined;
-  const run = async (): Promise<void> => {
-    const cached = cache.revisions();
-    for (let i = 0; i < cached.length; i += REVALIDATE_BATCH) {
-      const batch = cached.slice(i, i + REVALIDATE_BATCH);
-      const stored = new Map(await store.revisions(batch.map(([t]) => t)));
-      for (const [tenant, revision] of batch) {
-        const s = stored.get(tenant) ?? 0;
-        if (s > revision) {
-          log.debug('revalidation found a graph behind', { revision, stored: s });
-          await cache.catchUp(tenant, s, replay(tenant));
-        }
-      }
-    }
-  };
-  const now = (): Promise<void> => {
-    running ??= run()
-      .catch((err: unknown) => log.debug('revalidation failed', { error: err instanceof Error ? err.message : String(err) }))
-      .finally(() => (running = undefined));
-    return running;
-  };
-  const timer = setInterval(() => void now(), periodMs);
-  timer.unref();
-  return { now, stop: () => clearInterval(timer) };
 }
 
 /**

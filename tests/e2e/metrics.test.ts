@@ -25,6 +25,8 @@ const CONTRACT: Record<string, { type: string; labels: string[] }> = {
   rbac_cache_evictions_total: { type: 'counter', labels: [] },
   rbac_cache_clients: { type: 'gauge', labels: [] },
   rbac_cache_bytes: { type: 'gauge', labels: [] },
+  rbac_unknown_client_requests_total: { type: 'counter', labels: [] },
+  rbac_client_index_clients: { type: 'gauge', labels: [] },
   rbac_hydration_duration_seconds: { type: 'histogram', labels: [] },
   rbac_invalidation_delay_seconds: { type: 'histogram', labels: ['source'] },
   rbac_revision_gaps_total: { type: 'counter', labels: ['resolution'] },

@@ -2,7 +2,7 @@
  * A database outage (CONTRACT.md §7), caused for real: the service reaches PostgreSQL through a TCP
  * proxy the test cuts (every connection reset, new ones refused) and restores. Cached clients keep
  * being answered from memory, writes and uncached clients fail fast with 503 and Retry-After once
- * the circuit is open, /ready answers 200 `degraded` naming the database (503 with ?strict=1), and
+ * the circuit is open (a key that never wrote needs no database: the empty client, at once), /ready answers 200 `degraded` naming the database (503 with ?strict=1), and
  * everything recovers without a restart.
  * Nothing acknowledged is lost; nothing refused is applied.
  */
@@ -59,6 +59,9 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
     acknowledged.push(`before${i}`);
   }
   const get = (path: string, k = key): Promise<RawResult<{ has_permission: boolean }>> => rawRequest({ port, key: k, path, timeoutMs: 10_000 });
+  // Clients that wrote and were never read: no worker caches their graphs.
+  const [stranger, laterStranger] = [randomUUID(), randomUUID()];
+  for (const k of [stranger, laterStranger]) assert.equal((await server.client(k).createRole('S')).status, 201);
   // Every worker caches the client (new connections spread over both).
   for (let i = 0; i < 20; i++) assert.equal((await get('/api/has_permission/alice/before3')).data?.has_permission, true);
 
@@ -92,9 +95,11 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
   const lastFour = times.slice(-4);
   assert.ok(Math.max(...lastFour) < 300, `with the circuit open, writes fail fast (last four took ${lastFour.map((x) => x.toFixed(0)).join(', ')} ms)`);
 
-  // An uncached client cannot be hydrated: 503, fast.
-  const stranger = await get('/api/has_permission/alice/x', randomUUID());
-  assert.equal(stranger.status, 503, stranger.text);
+  // An uncached client cannot be hydrated: 503, fast. A key that never wrote needs no database.
+  const uncached = await get('/api/has_permission/alice/x', stranger);
+  assert.equal(uncached.status, 503, uncached.text);
+  const unknown = await get('/api/has_permission/alice/x', randomUUID());
+  assert.deepEqual([unknown.status, unknown.data?.has_permission, unknown.revision], [200, false, 0], unknown.text);
   // Readiness: degraded, not down, so that a shared database's outage does not take every
   // instance out of its load balancer; strict readiness says 503. On every worker.
   for (let i = 0; i < 6; i++) {
@@ -141,7 +146,7 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
     assert.equal(ready.status, 200, ready.text);
     assert.deepEqual(ready.body, { status: 'ready' });
   }
-  assert.equal((await get('/api/has_permission/alice/x', randomUUID())).status, 200, 'uncached clients hydrate again');
+  assert.equal((await get('/api/has_permission/alice/x', laterStranger)).status, 200, 'uncached clients hydrate again');
   assert.equal(await circuit(), 0, 'rbac_db_circuit_state says closed');
 
   // Nothing acknowledged lost, nothing refused applied: on every worker.

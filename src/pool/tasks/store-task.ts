@@ -19,6 +19,8 @@ async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]
       return s.revision(task.tenant);
     case 'revisions':
       return s.revisions(task.tenants);
+    case 'tenantsSince':
+      return s.tenantsSince(task.cursor);
     case 'writeMany':
       return s.writeMany(task.writes);
     case 'changes':

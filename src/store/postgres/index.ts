@@ -5,7 +5,7 @@ import { appError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
+import type { CreatedTenants, PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
@@ -142,6 +142,12 @@ export class PostgresStore implements StoreAdapter {
     const rows = await this.#query('revisions', SQL.revisions, [tenants]);
     // Read back from the database, where only hashed keys are ever written: a TenantId again.
     return rows.map((r) => [String(r.hash) as TenantId, Number(r.revision)]);
+  }
+
+  async tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
+    const row = (await this.#query('tenantsSince', SQL.tenantsSince, [cursor ?? '0']))[0];
+    // Read back from the database, where only hashed keys are ever written: TenantIds again.
+    return { tenants: (row?.hashes ?? []) as TenantId[], cursor: String(row?.next ?? cursor ?? '0') };
   }
 
   /** One write, in its own transaction. */

@@ -15,6 +15,16 @@ export const SQL = {
   insertTenant: s('insert_tenant', 'INSERT INTO clients (hash) VALUES ($1) ON CONFLICT (hash) DO NOTHING'),
   revision: s('revision', 'SELECT revision FROM clients WHERE hash = $1 FOR UPDATE'),
   revisions: s('revisions', 'SELECT hash, revision FROM clients WHERE hash = ANY($1::text[])'),
+  /**
+   * Clients created by transactions from `$1` on, and where to go on from next: the oldest
+   * transaction still running in this statement's snapshot. Every creating transaction older
+   * than that has ended, so its row (if it committed) is in this answer or an earlier one.
+   */
+  tenantsSince: s(
+    'tenants_since',
+    `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS next,
+            coalesce((SELECT array_agg(hash) FROM clients WHERE created_xid >= $1::xid8), '{}') AS hashes`,
+  ),
   roleExists: s('role_exists', 'SELECT 1 FROM roles WHERE client_id = $1 AND role = $2'),
   insertRole: s('insert_role', 'INSERT INTO roles (client_id, role, description) VALUES ($1, $2, $3::bytea)'),
   /** Removes a role with its grants and memberships; counts what went with it. */

@@ -6,7 +6,7 @@ import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import { toWire } from '../../errors/index.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
+import type { CreatedTenants, PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { isSqliteBusy, storeFailure } from '../transient.ts';
@@ -104,6 +104,12 @@ export class SqliteStore implements StoreAdapter {
     // Read back from the database, where only hashed keys are ever written: TenantIds again.
     const rows = whenFree(() => this.#stmt.revisions.all(JSON.stringify(tenants))) as Array<{ hash: TenantId; revision: number }>;
     return rows.map((r) => [r.hash, r.revision]);
+  }
+  async tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
+    const after = Number(cursor ?? 0);
+    // Read back from the database, where only hashed keys are ever written: TenantIds again.
+    const rows = whenFree(() => this.#stmt.tenantsSince.all(after)) as Array<{ id: number; hash: TenantId }>;
+    return { tenants: rows.map((r) => r.hash), cursor: String(rows.at(-1)?.id ?? after) };
   }
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
@@ -279,6 +285,8 @@ function prepare(db: Database.Database) {
     cursorSecret: db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`),
     tenantRow: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
     revisions: db.prepare('SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
+    // One writer at a time, each new row numbered past every committed one: ids grow in commit order.
+    tenantsSince: db.prepare('SELECT id, hash FROM clients WHERE id > ? ORDER BY id'),
     insertTenant: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
     bumpRevision: db.prepare('UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
     roles: db.prepare('SELECT role, description FROM roles WHERE client_id = ?'),

@@ -88,6 +88,7 @@ function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () =>
     load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
     revision: () => hit(0),
     revisions: () => hit([]),
+    tenantsSince: () => hit({ tenants: [], cursor: '0' }),
     writeMany: (ws) => hit(ws.map((): WriteSettled => ({ ok: true, value: committed }))),
     changes: () => hit([]),
     appendAudit: () => hit(undefined),

@@ -1,0 +1,61 @@
+import type { TenantId } from '../authz/tenant.ts';
+import type { Replay, TenantCache } from '../cache/index.ts';
+import type { Logger } from '../log/index.ts';
+import type { Store } from '../store/port.ts';
+
+/** Tenants asked about per revalidation query. */
+const REVALIDATE_BATCH = 1000;
+
+/** Where the client index's backstop goes on from: the store's cursor after its last read. */
+export interface CreatedCursor {
+  value: string;
+}
+
+/**
+ * Reads every tenant the database holds into the cache's client index, before the worker
+ * serves: from then on a key missing from the index is answered as an empty client. Call it
+ * after subscribing to the changes, so that a tenant created after this read is heard of.
+ */
+export async function loadClientIndex(cache: TenantCache, store: Store): Promise<CreatedCursor> {
+  const all = await store.tenantsSince(undefined);
+  cache.know(all.tenants, true);
+  return { value: all.cursor };
+}
+
+/**
+ * The backstop for changes this worker never heard of (a Redis message lost, another instance
+ * on the same database without Redis): every `periodMs`, the tenants created since the last
+ * look go into the client index (one cheap query), then the revisions of all cached tenants in
+ * one query per batch, and a changelog replay (or a drop) for each graph found behind.
+ */
+export function startRevalidation(
+  cache: TenantCache, store: Store, replay: (tenant: TenantId) => Replay, created: CreatedCursor, periodMs: number, log: Logger,
+): { now(): Promise<void>; stop(): void } {
+  let running: Promise<void> | undefined;
+  const run = async (): Promise<void> => {
+    const since = await store.tenantsSince(created.value);
+    cache.know(since.tenants, false);
+    created.value = since.cursor;
+    const cached = cache.revisions();
+    for (let i = 0; i < cached.length; i += REVALIDATE_BATCH) {
+      const batch = cached.slice(i, i + REVALIDATE_BATCH);
+      const stored = new Map(await store.revisions(batch.map(([t]) => t)));
+      for (const [tenant, revision] of batch) {
+        const s = stored.get(tenant) ?? 0;
+        if (s > revision) {
+          log.debug('revalidation found a graph behind', { revision, stored: s });
+          await cache.catchUp(tenant, s, replay(tenant));
+        }
+      }
+    }
+  };
+  const now = (): Promise<void> => {
+    running ??= run()
+      .catch((err: unknown) => log.debug('revalidation failed', { error: err instanceof Error ? err.message : String(err) }))
+      .finally(() => (running = undefined));
+    return running;
+  };
+  const timer = setInterval(() => void now(), periodMs);
+  timer.unref();
+  return { now, stop: () => clearInterval(timer) };
+}
