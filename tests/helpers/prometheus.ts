@@ -10,7 +10,10 @@ import { freePort, ROOT, tempDir } from './server.ts';
 
 export interface PromSample {
   readonly metric: Record<string, string>;
+  /** An instant vector's sample. */
   readonly value: [number, string];
+  /** A range vector's samples (a query such as `x[1m]`). */
+  readonly values?: Array<[number, string]>;
 }
 
 export interface RuleState {
