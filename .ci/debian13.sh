@@ -18,7 +18,7 @@
 #   - in the root, with AUTH_HTTP_ENGINE=uws: under Node 24 the types against that release's
 #     typings, then the route, bad-input, engine and transport suites; under Node 22 the route
 #     and engine suites. PostgreSQL and Redis are the machine's (the root shares its network).
-#   The root's /tmp is $CACHE/debian13-tmp, emptied at the start of each run.
+#   The root's /tmp is $CACHE/debian13-tmp, emptied at the start of each run but for tsx's cache.
 # Needs root (or sudo) for debootstrap, mount and chroot. Exit code: 0 when every run passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,20 +80,21 @@ unpack_tarball "$UWS_TGZ" "$UWS_DIR"
 
 # ---- 3. the suites in the root --------------------------------------------------------------------
 
-# The root's /tmp, one for the whole run: tsx keeps its compiled files there, so only the first
-# server of the run waits for them (a fresh /tmp per suite made that first start slow enough, on a
-# busy machine, to miss the tests' 20 s start-up limit).
+# The root's /tmp: emptied at each run but for tsx's compiled files (tsx-*), kept so that servers
+# do not all compile the sources again (warm-up.sh compiles them before each line's suites).
 ROOT_TMP=$CACHE/debian13-tmp
-"${as_root[@]}" rm -rf "$ROOT_TMP"
 mkdir -p "$ROOT_TMP"
+"${as_root[@]}" find "$ROOT_TMP" -mindepth 1 -maxdepth 1 ! -name 'tsx-*' -exec rm -rf {} +
 chmod 1777 "$ROOT_TMP"
+RUN_AS="$(id -u):$(id -g)"
 
 # in_root COMMAND: COMMAND by sh in the root, in /project (TREE, with the 20.5x release over
-# node_modules/uWebSockets.js) with /opt/node (NODE_HOME) first on PATH and AUTH_HTTP_ENGINE=uws.
-# Every mount is in a namespace of its own, gone when the command ends.
+# node_modules/uWebSockets.js) with /opt/node (NODE_HOME) first on PATH and AUTH_HTTP_ENGINE=uws,
+# as the user running this script (files it leaves stay that user's to remove). Every mount is in
+# a namespace of its own, gone when the command ends.
 in_root() {
   "${as_root[@]}" unshare --mount --propagation private --fork env \
-    ROOTFS="$ROOTFS" TREE="$TREE" NODE_HOME="$NODE_HOME" UWS_DIR="$UWS_DIR" ROOT_TMP="$ROOT_TMP" COMMAND="$1" bash -c '
+    ROOTFS="$ROOTFS" TREE="$TREE" NODE_HOME="$NODE_HOME" UWS_DIR="$UWS_DIR" ROOT_TMP="$ROOT_TMP" RUN_AS="$RUN_AS" COMMAND="$1" bash -c '
     set -e
     mount --bind "$TREE" "$ROOTFS/project"
     mount --bind "$UWS_DIR" "$ROOTFS/project/node_modules/uWebSockets.js"
@@ -101,7 +102,7 @@ in_root() {
     mount -t proc proc "$ROOTFS/proc"
     mount --rbind /dev "$ROOTFS/dev"
     mount --bind "$ROOT_TMP" "$ROOTFS/tmp"
-    exec chroot "$ROOTFS" /usr/bin/env -i PATH=/opt/node/bin:/usr/bin:/bin HOME=/root TMPDIR=/tmp \
+    exec chroot --userspec="$RUN_AS" "$ROOTFS" /usr/bin/env -i PATH=/opt/node/bin:/usr/bin:/bin HOME=/tmp TMPDIR=/tmp \
       AUTH_HTTP_ENGINE=uws AUTH_TEST_HTTP_ENGINE=uws AUTH_TEST_REQUIRE_SERVICES=1 \
       /bin/sh -c "cd /project && $COMMAND"
   ' 9>&- # the lock stays with this script, not its children
@@ -133,7 +134,7 @@ for line in node24 node22; do
   fi
   t=$SECONDS
   say "$line: AUTH_HTTP_ENGINE=uws node tests/run.mjs $suites"
-  in_root "node tests/run.mjs $suites" || status=1
+  in_root "{ sh .ci/warm-up.sh || true; } && node tests/run.mjs $suites" || status=1
   say "$line: done ($((SECONDS - t)) s)"
 done
 say "exit $status (total $((SECONDS - started)) s)"

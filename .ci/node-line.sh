@@ -144,6 +144,7 @@ line_suites() {
   local engine=$1 status
   shift
   say "$("$NODE_HOME/bin/node" --version), AUTH_HTTP_ENGINE=$engine: node tests/run.mjs $*"
+  (cd "$TREE" && PATH="$NODE_HOME/bin:$PATH" sh .ci/warm-up.sh 9>&-) || true
   set +e
   (cd "$TREE" && PATH="$NODE_HOME/bin:$PATH" AUTH_HTTP_ENGINE=$engine AUTH_TEST_HTTP_ENGINE=$engine AUTH_TEST_REQUIRE_SERVICES=1 \
     node tests/run.mjs "$@" 9>&-) # the lock stays with the script, not its children
