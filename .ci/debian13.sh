@@ -22,6 +22,7 @@
 #     and engine suites. PostgreSQL and Redis are the machine's (the root shares its network).
 #   The root's /tmp is $CACHE/debian13-tmp, emptied at the start of each run but for tsx's cache.
 # Needs root (or sudo) for debootstrap, mount and chroot. Exit code: 0 when every run passed.
+# `bash .ci/debian13.sh bench` runs the benchmark in the root instead (see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -120,6 +121,14 @@ on_host_engine_suite() {
       AUTH_HTTP_ENGINE=auto AUTH_TEST_HTTP_ENGINE=auto AUTH_TEST_REQUIRE_SERVICES=1 node tests/run.mjs tests/e2e/engine.test.ts
   ' 9>&-
 }
+
+# `debian13.sh bench`: instead of the suites, `npm run bench` (has_permission on uws, node and a
+# bare uWS server, autocannon only: the root has no wrk) under Node 24 in the root.
+if [[ ${1:-} == bench ]]; then
+  node_line node24 "$NODE24_VERSION" "$NODE24_INTEGRITY" "$NODE24_SHA256"
+  in_root 'BENCH_WRK=0 BENCH_TOKEN=0 BENCH_METRICS=0 BENCH_ENGINES=uws,node node --import tsx bench/run.ts'
+  exit
+fi
 
 status=0
 for line in node24 node22; do
