@@ -27,8 +27,8 @@ app.get('/api/has_permission/:user/:permission', (res, req) => {
   const sentId = req.getHeader('x-request-id');
   req.getHeader('x-authz-min-revision');
   req.getHeader('origin');
-  const user = req.getParameter(0);
-  const permission = req.getParameter(1);
+  const user = req.getParameter(0) ?? '';
+  const permission = req.getParameter(1) ?? '';
   const requestId = sentId.length > 0 && sentId.length <= 128 ? sentId : nextId();
   if (!authorization.startsWith('Bearer ') || user.length === 0) {
     res.cork(() => {

@@ -24,6 +24,6 @@ export function chooseEngine(setting: EngineName | 'auto'): Engine {
     const reason = setting === 'uws' ? 'AUTH_HTTP_ENGINE=uws' : 'AUTH_HTTP_ENGINE=auto and the native uWebSockets.js build loads here';
     return { name: 'uws', reason, prepareCluster: () => undefined, createApp: () => uwsApp(load.uws) };
   }
-  if (setting === 'uws') throw new EngineUnavailable(`AUTH_HTTP_ENGINE=uws, but uWebSockets.js cannot run here: ${load.why}`);
+  if (setting === 'uws') throw new EngineUnavailable(`AUTH_HTTP_ENGINE=uws, but ${load.why}`);
   return { name: 'node', reason: `AUTH_HTTP_ENGINE=auto and ${load.why}`, prepareCluster: prepareNodeCluster, createApp: nodeApp };
 }

@@ -1,26 +1,42 @@
 import type * as Uws from 'uWebSockets.js';
 import type { EngineResponse, Handler } from '../port.ts';
+import { HeadResponse } from './head-response.ts';
 import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, refuse, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
 
 /*
- * What uWS (the 20.30 build: uWebSockets v20.43) does by itself, and what is left to this file.
- * Its parser closes, without an answer: a request with both Content-Length and Transfer-Encoding,
- * a Content-Length that is not plain digits, a request without Host, and a head that spans
- * several reads and passes 4 KiB. It does not limit a head that arrives in one read (up to its
- * 512 KiB receive buffer) and reads no UWS_HTTP_MAX_HEADERS_SIZE; with a repeated Content-Length
- * it takes the first. It closes a connection whose head is not complete 8 to 12 s after it opened
- * or after its last answer (partial heads do not reset that timer; it ticks every 4 s), and a
- * body that arrives slower than 16 KiB/s (the same granularity).
+ * What uWS does by itself, and what is left to this file. Its parser refuses, before any handler
+ * runs: a request with both Content-Length and Transfer-Encoding, a Content-Length that is not
+ * plain digits, a request without Host, and (20.5x) HTTP/1.0 and a head over
+ * UWS_HTTP_MAX_HEADERS_SIZE (set by index.ts as it loads the library). The bundled 20.30 build
+ * (uWebSockets v20.43) closes those without an answer, reads no UWS_HTTP_MAX_HEADERS_SIZE (a head
+ * that spans several reads is closed past 4 KiB, one that arrives in one read is not limited up
+ * to its 512 KiB receive buffer) and does not answer HTTP/1.0; the 20.5x releases answer them
+ * with their own short HTML page and close. With a repeated Content-Length it takes the first.
+ * Neither checks the two bytes after a chunk's data, so a chunk shorter than declared is not
+ * seen. 20.30 closes a connection whose head is not complete 8 to 12 s after it opened or after
+ * its last answer (partial heads do not reset that timer; it ticks every 4 s); 20.5x resets it
+ * on every byte and closes after about 30 s. Both close a body that arrives slower than 16 KiB/s
+ * (the same granularity).
  * So the head's size, the URL's and a repeated Content-Length are checked here, on every route
- * (about 0.35 µs a request with a handful of headers), and a body gets a 10 s deadline with a 408.
+ * (about 0.35 µs a request with a handful of headers), a body gets a 10 s deadline with a 408,
+ * and an answer to HEAD never carries a body (head-response.ts).
  */
 
-/** The handler with the transport checks of its head in front, and a deadline on its body. */
-export function guarded(handler: Handler, withBody: boolean): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
+/**
+ * How a route's requests reach its handler: `bare` (GET: the native objects, the hot path),
+ * `body` (POST, DELETE: a deadline on the body), `head` (HEAD: never a body in the answer), or
+ * `any` (every other method, and unknown paths: told apart per request).
+ */
+export type Exposure = 'bare' | 'body' | 'head' | 'any';
+
+/** The handler with the transport checks of its head in front, and what its method needs. */
+export function guarded(handler: Handler, exposure: Exposure): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
   return (res, req) => {
     const problem = headProblem(req);
-    if (problem !== undefined) return refuse(res, problem, req.getHeader('x-request-id'));
-    handler(withBody ? new DeadlineResponse(res, req.getHeader('x-request-id')) : res, req);
+    const head = exposure === 'head' || (exposure === 'any' && req.getMethod() === 'head');
+    if (problem !== undefined) return refuse(head ? new HeadResponse(res) : res, problem, req.getHeader('x-request-id'));
+    if (head) return handler(new HeadResponse(res), req);
+    handler(exposure === 'body' ? new DeadlineResponse(res, req.getHeader('x-request-id')) : res, req);
   };
 }
 

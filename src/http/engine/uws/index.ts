@@ -1,7 +1,9 @@
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import type { EngineApp, Handler, Listener, Method } from '../port.ts';
+import { MAX_HEAD_BYTES } from '../limits.ts';
 import { guarded } from './guard.ts';
+import { whyNotNative } from './why.ts';
 
 type UwsModule = typeof Uws;
 
@@ -13,35 +15,40 @@ let loaded: UwsLoad | undefined;
 /**
  * Loads uWebSockets.js and accepts it only when it is native code. Some builds print a warning
  * and swap in a partial JavaScript imitation when they have no binary for this Node.js ABI or C
- * library; that imitation is never used (its warnings are caught here, not printed).
+ * library; that imitation is never used (its warnings are caught here, not printed). Others
+ * throw; either way the reason says what this system lacks (see why.ts).
  */
 export function loadUws(): UwsLoad {
   loaded ??= tryLoad();
   return loaded;
 }
 
+/**
+ * The releases that read UWS_HTTP_MAX_HEADERS_SIZE (20.5x) read it once, as the library loads:
+ * a head larger than this, whole or in pieces, gets their own non-JSON 431. Above the
+ * contract's 16 KiB (counted over the URL, names and values only) by room for the request line
+ * and the separators, plus a margin, so that a head just over the limit reaches guard.ts and
+ * gets the service's JSON 431 like on node:http; the margin also bounds the per-connection
+ * buffer a slow head can fill. The contract's limit is not the operator's to change.
+ */
+const UWS_HEAD_BYTES = MAX_HEAD_BYTES + 4 * 1024;
+
 function tryLoad(): UwsLoad {
   const said: string[] = [];
   const { warn, log } = console;
   console.warn = console.log = (...args: unknown[]) => void said.push(args.join(' '));
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE = String(UWS_HEAD_BYTES);
   let mod: UwsModule;
   try {
     mod = createRequire(import.meta.url)('uWebSockets.js') as UwsModule;
   } catch (err) {
-    return { why: firstLine(err instanceof Error ? err.message : String(err)) };
+    return { why: whyNotNative(err instanceof Error ? err.message : String(err), said) };
   } finally {
     console.warn = warn;
     console.log = log;
   }
-  if (typeof mod.App !== 'function' || !Function.prototype.toString.call(mod.App).includes('[native code]')) {
-    const detail = said.map(firstLine).find((s) => s.includes('.node')) ?? said.map(firstLine).join(' ');
-    return { why: `no native uWebSockets.js build for Node.js ${process.version} (ABI ${process.versions.modules}) here${detail === '' ? '' : `: ${detail}`}` };
-  }
+  if (typeof mod.App !== 'function' || !Function.prototype.toString.call(mod.App).includes('[native code]')) return { why: whyNotNative(undefined, said) };
   return { uws: mod };
-}
-
-function firstLine(text: string): string {
-  return text.split('\n').map((l) => l.trim()).find((l) => l !== '' && !/not compatible|^Error:$/i.test(l)) ?? text.trim();
 }
 
 const TO_UWS = (pattern: string): string => pattern.replace(/\{(\w+)\}/g, ':$1');
@@ -55,15 +62,15 @@ export function uwsApp(uws: UwsModule): EngineApp {
   const app = uws.App();
   // GET and HEAD get the native objects, behind the head's checks only: the hot path.
   const register: Record<Method, (pattern: string, h: Handler) => unknown> = {
-    GET: (p, h) => app.get(p, guarded(h, false)),
-    POST: (p, h) => app.post(p, guarded(h, true)),
-    DELETE: (p, h) => app.del(p, guarded(h, true)),
-    HEAD: (p, h) => app.head(p, guarded(h, false)),
+    GET: (p, h) => app.get(p, guarded(h, 'bare')),
+    POST: (p, h) => app.post(p, guarded(h, 'body')),
+    DELETE: (p, h) => app.del(p, guarded(h, 'body')),
+    HEAD: (p, h) => app.head(p, guarded(h, 'head')),
   };
   return {
     on: (method, pattern, handler) => void register[method](TO_UWS(pattern), handler),
-    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, false)),
-    fallback: (handler) => void app.any('/*', guarded(handler, false)),
+    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, 'any')),
+    fallback: (handler) => void app.any('/*', guarded(handler, 'any')),
     listen: (host, port) =>
       new Promise<Listener>((resolve, reject) => {
         app.listen(host, port, (socket) => {
