@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import type { TenantId } from '../src/authz/tenant.ts';
+import type { TenantId } from '../../src/authz/tenant.ts';
 
 /** The PostgreSQL server benchmarks create their databases on (the tests' one). */
 export const ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';

@@ -4,7 +4,6 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 const OUTPUT_CAP = 256 * 1024;
 
@@ -21,7 +20,18 @@ export interface Child {
   stop(graceMs?: number): Promise<void>;
 }
 
-const children = new Set<Child>();
+/** Everything to stop on exit: children spawned here and gateways from the launcher. */
+interface Stoppable {
+  pid: number;
+  stop(graceMs?: number): Promise<unknown>;
+}
+const children = new Set<Stoppable>();
+
+/** Stops `s` (its whole process group) with the others on exit, error or Ctrl-C; call the returned function once it is stopped. */
+export function track(s: Stoppable): () => void {
+  children.add(s);
+  return () => children.delete(s);
+}
 
 export interface SpawnOptions {
   cwd: string;
@@ -96,20 +106,6 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** A port nobody listens on right now (the kernel's pick, released at once). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 export async function stopAll(): Promise<void> {
   await Promise.all([...children].map((c) => c.stop(3_000)));
 }
@@ -140,6 +136,8 @@ const CLK_TCK = 100;
 
 interface ProcEntry {
   ppid: number;
+  /** Resident set size, in pages. */
+  rssPages: number;
   /** utime + stime + cutime + cstime, in clock ticks. */
   ticks: number;
   threads: number;
@@ -157,7 +155,7 @@ function processTable(): Map<number, ProcEntry> {
       // already reaped, so a worker that exits during a run still counts in its parent.
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
-      table.set(Number(entry), { ppid: Number(rest[1]), ticks, threads: Number(rest[17]) });
+      table.set(Number(entry), { ppid: Number(rest[1]), ticks, threads: Number(rest[17]), rssPages: Number(rest[21]) });
     } catch {
       // exited while reading
     }
@@ -186,6 +184,11 @@ function tree(root: number): ProcEntry[] {
  */
 export function treeCpuSeconds(pid: number): number {
   return tree(pid).reduce((n, e) => n + e.ticks, 0) / CLK_TCK;
+}
+
+/** Resident memory of `pid` and its descendants, in MiB (4 KiB pages). */
+export function treeRssMb(pid: number): number {
+  return (tree(pid).reduce((n, e) => n + e.rssPages, 0) * 4096) / (1 << 20);
 }
 
 /** Processes and threads that {@link treeCpuSeconds} of `pid` covers right now. */

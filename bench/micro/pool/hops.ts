@@ -10,8 +10,8 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { sleep } from './procs.ts';
-import { table } from './stats.ts';
+import { sleep } from '../../lib/procs.ts';
+import { table } from '../../lib/stats.ts';
 
 const N = 2_000;
 const PACE_MS = 2.5;
