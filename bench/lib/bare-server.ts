@@ -4,12 +4,13 @@
  * size, the same response headers) and nothing else: no authentication, no graph, no validation.
  * Run as its own process by bench/run.ts, so it gets a core of its own like the gateway.
  *
- * Env: BARE_PORT, BARE_BODY_TRUE / BARE_BODY_FALSE (bodies captured from the gateway),
+ * Env: BARE_PORT (or AUTH_SERVER_PORT), BARE_BODY_TRUE / BARE_BODY_FALSE (bodies captured from the gateway),
  * BARE_REVISION (X-Authz-Revision), BARE_REQUEST_ID_LEN (length of generated request ids).
  */
 import uWS from 'uWebSockets.js';
 
-const port = Number(process.env.BARE_PORT);
+// AUTH_SERVER_PORT too: started in a gateway's place, it is a gateway that answers wrongly.
+const port = Number(process.env.BARE_PORT ?? process.env.AUTH_SERVER_PORT);
 const fallback = '{"success":true,"code":200,"message":"OK","data":{"has_permission":false},"timestamp":"2026-01-01T00:00:00.000000"}';
 const bodyFalse = Buffer.from(process.env.BARE_BODY_FALSE ?? fallback);
 const bodyTrue = Buffer.from(process.env.BARE_BODY_TRUE ?? fallback);

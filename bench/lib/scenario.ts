@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { Ajv } from 'ajv';
 import { ROOT } from '../../tests/helpers/launcher.ts';
 
-export const SCENARIOS = join(ROOT, 'bench', 'scenarios');
+/** The scenario files: bench/scenarios/, or a folder of one's own (BENCH_SCENARIOS). */
+export const SCENARIOS = process.env.BENCH_SCENARIOS ?? join(ROOT, 'bench', 'scenarios');
 
 export type Route = 'has_permission' | 'check' | 'which_users_can' | 'user_permissions' | 'write';
 export const ROUTES: readonly Route[] = ['has_permission', 'check', 'which_users_can', 'user_permissions', 'write'];
@@ -164,16 +165,26 @@ export function scenarioNames(): string[] {
 }
 
 export function readScenario(name: string): ScenarioFile {
-  const file = join(SCENARIOS, `${name}.json`);
+  let text: string;
+  try {
+    text = readFileSync(join(SCENARIOS, `${name}.json`), 'utf8');
+  } catch {
+    throw new Error(`no scenario ${name} in ${SCENARIOS} (known: ${scenarioNames().join(', ')})`);
+  }
+  return parseScenario(name, text);
+}
+
+/** A scenario file's text, parsed and checked against the schema; the error names every bad field. */
+export function parseScenario(name: string, text: string): ScenarioFile {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
+    parsed = JSON.parse(text);
   } catch (err) {
-    throw new Error(`scenario ${name}: ${err instanceof Error ? err.message : String(err)} (known: ${scenarioNames().join(', ')})`);
+    throw new Error(`scenario ${name}: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (!validate(parsed)) {
     const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
-    throw new Error(`bench/scenarios/${name}.json: ${problems.join('; ')}`);
+    throw new Error(`scenario ${name}: ${problems.join('; ')}`);
   }
   return parsed;
 }
