@@ -6,7 +6,7 @@ import type { RunResult } from './measure.ts';
 
 const W = 300;
 const H = 220;
-const PAD = { left: 52, right: 14, top: 34, bottom: 44 };
+const PAD = { left: 52, right: 30, top: 34, bottom: 44 };
 
 interface Series {
   title: string;
@@ -21,14 +21,15 @@ const SERIES: Series[] = [
 ];
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-const short = (n: number): string => (n >= 1e6 ? `${n / 1e6}M` : n >= 1e3 ? `${n / 1e3}k` : String(n));
+/** 1,000,002 → 1M, 33,334 → 33k: the axis names the scale, not the exact count. */
+const short = (n: number): string => (n >= 1e6 ? `${Number((n / 1e6).toPrecision(2))}M` : n >= 1e3 ? `${Number((n / 1e3).toPrecision(2))}k` : String(n));
 const fmt = (v: number): string => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
 
 function panel(s: Series, xs: number[], ys: number[], ox: number): string {
   const innerW = W - PAD.left - PAD.right;
   const innerH = H - PAD.top - PAD.bottom;
   const [lx0, lx1] = [Math.log10(Math.min(...xs)), Math.log10(Math.max(...xs))];
-  const yMax = Math.max(...ys.filter(Number.isFinite), 1e-9) * 1.15;
+  const yMax = Math.max(...ys.filter(Number.isFinite), 1e-9) * 1.3;
   const px = (x: number): number => ox + PAD.left + (lx1 === lx0 ? innerW / 2 : ((Math.log10(x) - lx0) / (lx1 - lx0)) * innerW);
   const py = (y: number): number => PAD.top + innerH - (y / yMax) * innerH;
   const points = xs.map((x, i) => [px(x), py(ys[i] ?? NaN)] as const).filter(([, y]) => Number.isFinite(y));

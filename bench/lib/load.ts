@@ -34,6 +34,8 @@ export interface RunFigures {
   otherCores: number;
   rssMb: number | null;
   logLines: number;
+  /** The first socket errors, by message, when there were any. */
+  errorKinds?: Record<string, number>;
 }
 
 export interface LoadSpec {
@@ -49,7 +51,7 @@ export interface LoadSpec {
 
 const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
 
-function one(url: string, spec: LoadSpec, connections: number, offset: number, h: hdr.Histogram): Promise<autocannon.Result> {
+function one(url: string, spec: LoadSpec, connections: number, offset: number, h: hdr.Histogram, errorKinds: Map<string, number>): Promise<autocannon.Result> {
   let conn = offset;
   // Expected µs between two requests of one connection at the fixed rate.
   const interval = spec.rate === undefined ? 0 : Math.round((spec.connections / spec.rate) * 1e6);
@@ -75,6 +77,7 @@ function one(url: string, spec: LoadSpec, connections: number, offset: number, h
     });
     // A connection's first answer waited for every other connection to be set up: not a latency.
     const started = new WeakSet<object>();
+    instance.on('reqError', (err: Error) => errorKinds.set(err.message, (errorKinds.get(err.message) ?? 0) + 1));
     instance.on('response', (client, _status, _bytes, responseTime) => {
       if (!started.has(client)) return void started.add(client);
       const us = Math.max(1, Math.round(responseTime * 1000));
@@ -87,13 +90,14 @@ function one(url: string, spec: LoadSpec, connections: number, offset: number, h
 export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
   const { target } = spec;
   const h = histogram();
+  const errorKinds = new Map<string, number>();
   const urls = target.baseUrls;
   const busy0 = systemBusySeconds();
   const self0 = process.cpuUsage();
   const cpu0 = target.cpuSeconds();
   const lines0 = target.lines();
   const share = (i: number): number => Math.floor(spec.connections / urls.length) + (i < spec.connections % urls.length ? 1 : 0);
-  const results = await Promise.all(urls.map((url, i) => one(url, spec, share(i), i * 1000, h)));
+  const results = await Promise.all(urls.map((url, i) => one(url, spec, share(i), i * 1000, h, errorKinds)));
   const cpu1 = target.cpuSeconds();
   const self = process.cpuUsage(self0);
   const busy = systemBusySeconds() - busy0;
@@ -113,5 +117,6 @@ export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
     otherCores: Math.max(0, busy - (serverCpu ?? 0) - (self.user + self.system) / 1e6) / durationS,
     rssMb: target.rssMb() ?? null,
     logLines: target.lines() - lines0,
+    ...(errorKinds.size === 0 ? {} : { errorKinds: Object.fromEntries(errorKinds) }),
   };
 }

@@ -66,7 +66,7 @@ export function print(label: string, what: string, r: RunFigures, failures?: str
     `  ${label.padEnd(22)} ${what.padEnd(9)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.latency.p50.toFixed(2)}  p99 ${r.latency.p99.toFixed(2)} ms` +
       `  ${cpu} µs cpu/op  server ${r.serverCores?.toFixed(2) ?? '-'} other ${r.otherCores.toFixed(2)} cores  non2xx ${r.non2xx} errors ${r.errors}`,
   );
-  if (failures !== undefined && (r.non2xx > 0 || r.errors > 0)) failures.push(`${label} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors`);
+  if (failures !== undefined && (r.non2xx > 0 || r.errors > 0)) failures.push(`${label} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors${r.errorKinds === undefined ? '' : ` (${JSON.stringify(r.errorKinds).slice(0, 200)})`}`);
 }
 
 /** The ceiling: the bare server, answering has_permission with bodies captured from the gateway. */

@@ -105,7 +105,7 @@ const DEFAULTS: RunSettings = {
   checkBatch: 100,
   pageSize: 1_000,
   connections: 64,
-  durationS: 8,
+  durationS: 6,
   warmupS: 2,
   rounds: 3,
   ceiling: false,
