@@ -7,7 +7,7 @@ import type { TenantId } from '../../src/authz/tenant.ts';
 export const ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 
 /** Runs `fn` with a connection to `url`, closed after. */
-export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
   await c.connect();
   try {
@@ -48,20 +48,4 @@ export async function copyTenant(sqlitePath: string, url: string, tenant: Tenant
     // The run's join plans on these statistics: without them a copy looks empty to the planner.
     for (const t of ['clients', 'roles', 'grants', 'memberships']) await c.query(`ANALYZE ${t}`);
   });
-}
-
-/** Why PostgreSQL is left out (PG=0, or it does not answer), or undefined when it answers. */
-export async function postgresMissing(): Promise<string | undefined> {
-  if (process.env.PG === '0') return 'PG=0';
-  const c = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3000 });
-  c.on('error', () => undefined);
-  try {
-    await c.connect();
-    await c.query('SELECT 1');
-    return undefined;
-  } catch (err) {
-    return `not reachable at ${new URL(ADMIN_URL).host} (${err instanceof Error ? err.message : String(err)})`;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
 }

@@ -116,7 +116,7 @@ export async function measureLoad(run: Run): Promise<RunResult> {
     const records = new Map<string, RunFigures[]>(servers.map(([l]) => [l, []]));
     let n = 0;
     const go = async ([label, t, m]: [string, Target, Mix], what: string, durationS: number): Promise<RunFigures> => {
-      const r = await runLoad({ target: t, mix: m, connections: settings.connections, durationS, run: n++ });
+      const r = await runLoad({ target: t, mix: m, connections: settings.connections, durationS, run: n++, ...(settings.rate > 0 ? { rate: settings.rate } : {}) });
       print(label, what, r, failures);
       return r;
     };

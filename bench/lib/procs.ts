@@ -2,7 +2,7 @@
  * Child processes of the benchmark: spawned in their own process group (so a server's workers go
  * with it), optionally pinned to a CPU with taskset, always stopped on exit, error or Ctrl-C.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
 const OUTPUT_CAP = 256 * 1024;
@@ -127,11 +127,6 @@ export function installCleanup(): void {
   });
 }
 
-/** Pins this process (all its threads) to `cpus`; false when taskset failed. */
-export function pinSelf(cpus: string): boolean {
-  return spawnSync('taskset', ['-a', '-cp', cpus, String(process.pid)], { stdio: 'ignore' }).status === 0;
-}
-
 const CLK_TCK = 100;
 
 interface ProcEntry {
@@ -191,12 +186,6 @@ export function treeRssMb(pid: number): number {
   return (tree(pid).reduce((n, e) => n + e.rssPages, 0) * 4096) / (1 << 20);
 }
 
-/** Processes and threads that {@link treeCpuSeconds} of `pid` covers right now. */
-export function treeSize(pid: number): { processes: number; threads: number } {
-  const t = tree(pid);
-  return { processes: t.length, threads: t.reduce((n, e) => n + e.threads, 0) };
-}
-
 /** CPU seconds the whole machine spent busy so far (every state but idle and iowait), from /proc/stat. */
 export function systemBusySeconds(): number {
   const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
@@ -212,19 +201,6 @@ export async function backgroundCores(): Promise<number> {
   const t0 = performance.now();
   await sleep(2_000);
   return (systemBusySeconds() - b0) / ((performance.now() - t0) / 1000);
-}
-
-/** Rejects with `what` when `p` has not settled within `ms` (the work itself is not cancelled). */
-export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: not done within ${Math.round(ms / 1000)} s`)), ms);
-  });
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** Ends the run (exit 1, children stopped) when it takes longer than `limitS` seconds. */

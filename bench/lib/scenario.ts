@@ -62,6 +62,12 @@ export interface RunSettings {
   ceiling: boolean;
   /** After the rounds, a run at 80% of the measured maximum, latency corrected for coordinated omission. */
   fixedRate: boolean;
+  /**
+   * Requests per second of every round (0: as fast as answered). A steady offered load takes away
+   * the confound of batching (a server answering more requests per wake-up spends less per
+   * request), so CPU per request compares best between two builds at the same rate.
+   */
+  rate: number;
   /** Check one response in this many against the model. */
   verifyEvery: number;
 }
@@ -110,6 +116,7 @@ const DEFAULTS: RunSettings = {
   rounds: 3,
   ceiling: false,
   fixedRate: false,
+  rate: 0,
   verifyEvery: 16,
 };
 
@@ -141,7 +148,7 @@ const runProperties = {
   checkBatch: { type: 'integer', minimum: 1, maximum: 1000 },
   pageSize: { type: 'integer', minimum: 1, maximum: 10000 },
   connections: positive, durationS: positive, warmupS: count, rounds: positive, verifyEvery: positive,
-  ceiling: { type: 'boolean' }, fixedRate: { type: 'boolean' },
+  ceiling: { type: 'boolean' }, fixedRate: { type: 'boolean' }, rate: count,
 };
 const variantSchema = { type: 'object', additionalProperties: false, required: ['label'], properties: { label: { type: 'string' }, ...runProperties } };
 const fileProperties = {
