@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { parseScenario, readScenario, resolve, scenarioNames } from '../../bench/lib/scenario.ts';
 import { generate } from '../../bench/lib/dataset.ts';
 import { ROOT } from '../helpers/launcher.ts';
-import { tempDir } from '../helpers/server.ts';
+import Database from 'better-sqlite3';
+import { startServer, tempDir } from '../helpers/server.ts';
 
 const TINY = {
   title: 'tiny',
@@ -97,6 +98,29 @@ test('a gateway that answers wrongly fails the run', () => {
     for (const ext of ['json', 'md']) spawnSync('rm', ['-f', join(ROOT, 'bench', 'results', `test-wrong-${process.pid}.${ext}`)]);
   } finally {
     dir.cleanup();
+  }
+});
+
+test('BENCH_TARGET: a running instance is seeded under a fresh key, measured, and left as it was', async (t) => {
+  const dir = tempDir('rbac-bench-test-');
+  // A SQLite file of its own whatever AUTH_TEST_DATABASE says: the test reads it afterwards.
+  const server = await startServer({ sqlitePath: join(dir.dir, 'target.sqlite3') });
+  t.after(async () => {
+    await server.stop();
+    dir.cleanup();
+  });
+  writeFileSync(join(dir.dir, 'tiny.json'), JSON.stringify({ ...TINY, target: true, data: { users: 30, roles: 4, permissions: 20, rolesPerUser: 2, grantsPerRole: [2, 5] } }));
+  const r = bench(['tiny', '--out', `test-target-${process.pid}`], { BENCH_SCENARIOS: dir.dir, BENCH_TARGET: server.baseUrl });
+  assert.equal(r.code, 0, r.out);
+  assert.match(r.out, /seeded \d+ writes over HTTP under a fresh key/);
+  for (const ext of ['json', 'md']) spawnSync('rm', ['-f', join(ROOT, 'bench', 'results', `test-target-${process.pid}.${ext}`)]);
+  const db = new Database(server.sqlitePath, { readonly: true });
+  try {
+    for (const table of ['roles', 'grants', 'memberships']) {
+      assert.equal((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n, 0, `${table} left behind`);
+    }
+  } finally {
+    db.close();
   }
 });
 
