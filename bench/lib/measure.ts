@@ -82,6 +82,18 @@ async function ceilingOf(target: Target, ds: Dataset, settings: RunSettings): Pr
   return { bare, mix };
 }
 
+/**
+ * Waits for the client's first answer: its graph is loaded then (a million memberships take tens
+ * of seconds), so the rounds measure the steady state; the cold start is `cold-hydration`'s.
+ */
+async function firstAnswer(client: RbacClient, ds: Dataset): Promise<void> {
+  const started = performance.now();
+  const res = await client.hasPermission(ds.users[0] ?? '', ds.permissions[0] ?? '');
+  if (res.status !== 200) throw new Error(`first has_permission: HTTP ${res.status} ${res.error ?? ''}`);
+  const ms = performance.now() - started;
+  if (ms > 1000) console.log(`  first answer (graph loaded) after ${(ms / 1000).toFixed(1)} s`);
+}
+
 async function prepare(run: Run, ds: Dataset): Promise<{ target: Target; mix: Mix; setup: Tally }> {
   const { settings } = run;
   const url = process.env.BENCH_TARGET;
@@ -90,6 +102,7 @@ async function prepare(run: Run, ds: Dataset): Promise<{ target: Target; mix: Mi
   try {
     const client = new RbacClient({ baseUrl: target.baseUrls[0] ?? '', key: target.keys[0] ?? '' });
     const pages = (settings.routes.which_users_can ?? 0) > 0 ? await pageUrls(client, ds, settings.pageSize, setup) : [];
+    await firstAnswer(client, ds);
     const exp: Expectation = { strict: true, revision: target.revision, revisionAtLeast: (settings.routes.write ?? 0) > 0 };
     return { target, mix: buildMix({ ds, settings, keys: target.keys, pages, expectation: exp }), setup };
   } catch (err) {
@@ -133,6 +146,7 @@ export async function measureLoad(run: Run): Promise<RunResult> {
       const cpu = result.figures.cpuPerOpUs !== null && figures.cpuPerOpUs !== null ? result.figures.cpuPerOpUs / figures.cpuPerOpUs : null;
       result.ceiling = { figures, rounds, rpsRatio: result.figures.rps / figures.rps, cpuRatio: cpu };
     }
+    for (const r of result.rounds) if (r.requests === 0) failures.push(`${run.label}: a round completed no request in ${settings.durationS} s`);
     if (settings.fixedRate) {
       const rate = Math.max(1, Math.round(0.8 * result.figures.rps));
       const r = await runLoad({ target, mix, connections: settings.connections, durationS: settings.durationS, rate, run: n++ });
