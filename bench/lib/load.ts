@@ -111,7 +111,7 @@ export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
     rps: requests / durationS,
     latency: { p50: at(50), p99: at(99), p999: at(99.9), max: h.maxValue / 1000 },
     non2xx: results.reduce((n, r) => n + r.non2xx, 0),
-    errors: results.reduce((n, r) => n + r.errors + r.timeouts, 0),
+    errors: results.reduce((n, r) => n + r.errors, 0),
     cpuPerOpUs: serverCpu === undefined || requests === 0 ? null : (serverCpu / requests) * 1e6,
     serverCores: serverCpu === undefined ? null : serverCpu / durationS,
     otherCores: Math.max(0, busy - (serverCpu ?? 0) - (self.user + self.system) / 1e6) / durationS,
