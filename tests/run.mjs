@@ -34,6 +34,7 @@ const files = [
   'tests/e2e/routes.test.ts',
   'tests/e2e/bad-input.test.ts',
   'tests/e2e/property.test.ts',
+  'tests/e2e/bench.test.ts',
   'tests/e2e/durability.test.ts',
   'tests/e2e/cluster.test.ts',
   'tests/unit/store/resilience.test.ts',

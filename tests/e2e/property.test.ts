@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomInt } from 'node:crypto';
 import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, PageOptions, RbacClient } from '../../src/client/index.ts';
+import { RbacModel as Model } from '../helpers/rbac-model.ts';
 
 // ---- seeded PRNG ------------------------------------------------------------------------------
 
@@ -65,54 +66,6 @@ const DESCRIPTIONS = [
   'line1\nline2 "quoted" \\ </script> \u0000',
   '  spaced  ',
 ] as const;
-
-// ---- the model --------------------------------------------------------------------------------
-
-interface RoleState {
-  description: string;
-  perms: Set<string>;
-  members: Set<string>;
-}
-
-const sorted = (items: Iterable<string>): string[] => [...new Set(items)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-
-class Model {
-  readonly roles = new Map<string, RoleState>();
-  revision = 0;
-
-  roleList(): Array<{ role: string; description: string }> {
-    return sorted(this.roles.keys()).map((role) => ({ role, description: (this.roles.get(role) as RoleState).description }));
-  }
-  rolePermissions(role: string): Array<{ name: string }> {
-    return sorted((this.roles.get(role) as RoleState).perms).map((name) => ({ name }));
-  }
-  members(role: string): Array<{ user: string }> {
-    return sorted((this.roles.get(role) as RoleState).members).map((user) => ({ user }));
-  }
-  userRoleNames(user: string): string[] {
-    return sorted([...this.roles].filter(([, s]) => s.members.has(user)).map(([r]) => r));
-  }
-  userRoles(user: string): Array<{ role: string }> {
-    return this.userRoleNames(user).map((role) => ({ role }));
-  }
-  userPermissions(user: string): Array<{ name: string }> {
-    const out: string[] = [];
-    for (const r of this.userRoleNames(user)) out.push(...(this.roles.get(r) as RoleState).perms);
-    return sorted(out).map((name) => ({ name }));
-  }
-  whichRolesCan(perm: string): Array<{ role: string }> {
-    return sorted([...this.roles].filter(([, s]) => s.perms.has(perm)).map(([r]) => r)).map((role) => ({ role }));
-  }
-  whichUsersCan(perm: string): Array<{ user: string }> {
-    const out: string[] = [];
-    for (const s of this.roles.values()) if (s.perms.has(perm)) out.push(...s.members);
-    return sorted(out).map((user) => ({ user }));
-  }
-  hasPermission(user: string, perm: string): boolean {
-    for (const s of this.roles.values()) if (s.members.has(user) && s.perms.has(perm)) return true;
-    return false;
-  }
-}
 
 /** Long strings shortened to a prefix, their length and a hash, so that diffs stay readable. */
 function compact<T>(value: T): T {

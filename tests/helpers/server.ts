@@ -1,31 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import { RbacClient, type ClientOptions } from '../../src/client/index.ts';
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from './leak-record.ts';
+import { freePort, launchGateway, ROOT, type Launched } from './launcher.ts';
 
 export { rememberSecret } from './leak-record.ts';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-
-/** A port nobody listens on right now (the kernel's pick, released at once). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort, ROOT } from './launcher.ts';
 
 /** A fresh folder under the OS temp dir, removed by `cleanup`. */
 export function tempDir(prefix = 'rbac-test-'): { dir: string; cleanup: () => void } {
@@ -116,41 +101,24 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
     ...options.env,
   };
   rememberEnvSecrets(env);
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
   const sink = outputSink('startServer', port);
-  let out = '';
-  const take = (c: Buffer): void => {
-    out += c.toString();
-    sink.write(c);
-  };
-  proc.stdout?.on('data', take);
-  proc.stderr?.on('data', take);
+  let launched: Launched;
+  try {
+    launched = await launchGateway({ env, onOutput: (c) => sink.write(c), startTimeoutMs: options.startTimeoutMs });
+  } catch (err) {
+    sink.close();
+    owned?.cleanup();
+    await database?.drop().catch(() => undefined);
+    throw err;
+  }
+  const { proc, output } = launched;
   proc.on('close', () => sink.close());
   // Resolves once the process is gone and its database (if it had its own) is dropped.
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code))).then(async (code) => {
+  const exited = launched.exited.then(async (code) => {
     owned?.cleanup();
     await database?.drop().catch((err: unknown) => console.log(`could not drop ${database?.name}: ${String(err)}`));
     return code;
   });
-
-  const timeout = options.startTimeoutMs ?? 20_000;
-  const started = Date.now();
-  let listening = false;
-  while (!listening) {
-    if (proc.exitCode !== null || proc.signalCode !== null) {
-      throw new Error(`server exited before listening (code ${proc.exitCode}):\n${out}`);
-    }
-    if (Date.now() - started > timeout) {
-      proc.kill('SIGKILL');
-      throw new Error(`server did not listen within ${timeout} ms:\n${out}`);
-    }
-    listening = /"msg":"listening"/.test(out);
-    if (!listening) await new Promise((r) => setTimeout(r, 25));
-  }
   const baseUrl = `http://127.0.0.1:${port}`;
   let observer: ClientOptions['onResponse'];
   return {
@@ -160,7 +128,7 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
     postgresUrl: database?.url,
     proc,
     exited,
-    output: () => out,
+    output,
     client: (key = randomUUID()) => {
       rememberSecret(key);
       return new RbacClient(observer === undefined ? { baseUrl, key } : { baseUrl, key, onResponse: observer });

@@ -1,0 +1,76 @@
+/**
+ * `npm run bench:compare -- A.json B.json [--threshold 10]`: two result files of `npm run bench`
+ * side by side, run by run, with the change of each figure from A to B. Exits 1 when server CPU
+ * per operation of any run grew by more than the threshold (percent, default 10), the figure the
+ * kit decides on; throughput and latency are shown but move with the machine's other work.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import type { RunResult } from './lib/measure.ts';
+import type { Report } from './lib/report.ts';
+import { table } from './lib/stats.ts';
+
+interface Figure {
+  name: string;
+  of: (r: RunResult) => number | null | undefined;
+  /** true: a larger value is worse. */
+  worseUp: boolean;
+}
+
+const FIGURES: Figure[] = [
+  { name: 'CPU µs/op', of: (r) => r.figures.cpuPerOpUs, worseUp: true },
+  { name: 'req/s', of: (r) => r.figures.rps, worseUp: false },
+  { name: 'p99 ms', of: (r) => r.figures.p99, worseUp: true },
+  { name: 'p99 @80% ms', of: (r) => r.fixedRate?.latency.p99, worseUp: true },
+];
+
+function load(file: string): Report {
+  const r = JSON.parse(readFileSync(file, 'utf8')) as Report;
+  if (r.schema !== 1 || !Array.isArray(r.runs)) throw new Error(`${file}: not a result file of npm run bench (schema 1)`);
+  return r;
+}
+
+const fmt = (x: number | null | undefined): string => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x >= 100 ? x.toFixed(0) : x.toFixed(2));
+const change = (a: number, b: number): number => ((b - a) / a) * 100;
+
+function main(): number {
+  const { values, positionals } = parseArgs({ allowPositionals: true, options: { threshold: { type: 'string', default: '10' } } });
+  const threshold = Number(values.threshold);
+  if (positionals.length !== 2 || !Number.isFinite(threshold) || threshold <= 0) {
+    console.error('usage: npm run bench:compare -- A.json B.json [--threshold percent]');
+    return 2;
+  }
+  const [a, b] = positionals.map(load) as [Report, Report];
+  const key = (r: RunResult): string => `${r.scenario}/${r.label}`;
+  const inB = new Map(b.runs.map((r) => [key(r), r]));
+  const rows = [['run', ...FIGURES.flatMap((f) => [`${f.name} A`, 'B', 'change'])]];
+  const regressions: string[] = [];
+  for (const ra of a.runs) {
+    const rb = inB.get(key(ra));
+    if (rb === undefined) continue;
+    const row = [key(ra)];
+    for (const f of FIGURES) {
+      const [x, y] = [f.of(ra), f.of(rb)];
+      const ok = typeof x === 'number' && typeof y === 'number' && Number.isFinite(x) && Number.isFinite(y) && x > 0;
+      const c = ok ? change(x, y) : NaN;
+      row.push(fmt(x), fmt(y), Number.isFinite(c) ? `${c > 0 ? '+' : ''}${c.toFixed(1)}%` : '');
+      if (f === FIGURES[0] && c > threshold) regressions.push(`${key(ra)}: CPU per operation ${fmt(x)} → ${fmt(y)} µs (+${c.toFixed(1)}%, threshold ${threshold}%)`);
+    }
+    rows.push(row);
+  }
+  console.log(`A: ${positionals[0]} (${a.startedAt}, ${fmt(a.machine.backgroundCores)} background cores)`);
+  console.log(`B: ${positionals[1]} (${b.startedAt}, ${fmt(b.machine.backgroundCores)} background cores)\n`);
+  console.log(table(rows));
+  const only = [...a.runs.filter((r) => !inB.has(key(r))).map((r) => `A only: ${key(r)}`), ...b.runs.filter((r) => !a.runs.some((x) => key(x) === key(r))).map((r) => `B only: ${key(r)}`)];
+  for (const o of only) console.log(o);
+  for (const [name, r] of [['A', a], ['B', b]] as const) if (!r.ok) console.log(`note: ${name} recorded failures: ${r.failures.slice(0, 3).join('; ')}`);
+  if (regressions.length === 0) {
+    console.log(`\nno run's CPU per operation grew by more than ${threshold}%`);
+    return 0;
+  }
+  console.log('\nREGRESSION:');
+  for (const r of regressions) console.log(`  ${r}`);
+  return 1;
+}
+
+process.exitCode = main();

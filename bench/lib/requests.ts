@@ -1,0 +1,148 @@
+/**
+ * The request mix of a run, as autocannon request lists (one list per connection, cycled), built
+ * from the scenario's route weights; one request in `verifyEvery` carries a check of its answer
+ * against the reference model. Writes grant and revoke permissions of a role without members, so
+ * no read's answer depends on them (only the revision moves).
+ */
+import type autocannon from 'autocannon';
+import { HOT_PERMISSION, paretoIndex, paretoUsers, prng, probes, WRITE_ROLE, type Dataset, type Probe } from './dataset.ts';
+import type { Route, RunSettings } from './scenario.ts';
+import { judgeBody, newTally, record, type Expectation, type Tally } from './verify.ts';
+
+const PER_CONNECTION = 512;
+const enc = encodeURIComponent;
+
+export interface Mix {
+  /** The list of connection `conn` of run number `run` (write names are fresh per run). */
+  requests(conn: number, run: number): autocannon.Request[];
+  tally: Tally;
+}
+
+export interface MixInput {
+  ds: Dataset;
+  settings: RunSettings;
+  keys: string[];
+  /** The which_users_can pages: the first, then one per cursor (see {@link pageUrls}). */
+  pages: string[];
+  expectation: Expectation;
+}
+
+function pickRoute(rand: () => number, weights: Array<[Route, number]>, total: number): Route {
+  let x = rand() * total;
+  for (const [route, w] of weights) {
+    x -= w;
+    if (x < 0) return route;
+  }
+  return (weights[weights.length - 1] as [Route, number])[0];
+}
+
+interface Pools {
+  probes: Probe[];
+  batches: Probe[][];
+  users: string[];
+}
+
+function pools(ds: Dataset, settings: RunSettings): Pools {
+  const routes = settings.routes;
+  const all = probes(ds, 8_192, settings.denials, ds.shape.seed + 1);
+  const batches: Probe[][] = [];
+  if ((routes.check ?? 0) > 0) {
+    const rand = prng(ds.shape.seed + 3);
+    for (let b = 0; b < 64; b++) batches.push(Array.from({ length: settings.checkBatch }, () => all[Math.floor(rand() * all.length)] as Probe));
+  }
+  const users = (routes.user_permissions ?? 0) > 0 ? paretoUsers(ds, 2_048, ds.shape.seed + 4) : [];
+  return { probes: all, batches, users };
+}
+
+export function buildMix(input: MixInput): Mix {
+  const { ds, settings, keys, pages, expectation } = input;
+  const { probes: all, batches, users } = pools(ds, settings);
+  const weights = Object.entries(settings.routes).filter(([, w]) => (w ?? 0) > 0) as Array<[Route, number]>;
+  const total = weights.reduce((n, [, w]) => n + w, 0);
+  const tally = newTally();
+  const bearer = keys.map((k) => ({ authorization: `Bearer ${k}` }));
+  const check = (req: autocannon.Request, expected: (status: number, body: string) => string | undefined): void => {
+    req.onResponse = (status, body, _ctx, headers) => record(tally, judgeBody(expected(status, body), status, headers, expectation));
+  };
+  const requests = (conn: number, run: number): autocannon.Request[] => {
+    const rand = prng(ds.shape.seed * 7919 + conn * 104_729 + run);
+    let write = 0;
+    const list = Array.from({ length: PER_CONNECTION }, (_, i): autocannon.Request => {
+      const route = pickRoute(rand, weights, total);
+      const headers = bearer[keys.length === 1 ? 0 : paretoIndex(rand, keys.length, ds.shape.pareto)];
+      const req = requestOf(route, rand, { probes: all, batches, users, pages, ds });
+      if (route === 'write') {
+        // POST then DELETE of one name, alternately: every grant is revoked again before the list repeats.
+        const name = `w${run}-${conn}-${write >> 1}`;
+        req.method = write % 2 === 0 ? 'POST' : 'DELETE';
+        req.path = `/api/permission/${WRITE_ROLE}/${name}`;
+        const want = write++ % 2 === 0 ? 201 : 200;
+        if (i % settings.verifyEvery === 0) check(req, (status) => (status === want ? undefined : `${req.method} ${req.path}: status ${status}, expected ${want}`));
+      } else if (i % settings.verifyEvery === 0) {
+        if (req.expect !== undefined) check(req, req.expect);
+      }
+      delete req.expect;
+      return { ...req, headers: { ...headers, ...req.headers } };
+    });
+    // The list repeats: an unpaired grant at its end would meet itself again, granted (409).
+    if (write % 2 === 1) list.push({ method: 'DELETE', path: `/api/permission/${WRITE_ROLE}/w${run}-${conn}-${write >> 1}`, headers: bearer[0] });
+    return list;
+  };
+  return { requests, tally };
+}
+
+type Built = autocannon.Request & { expect?: (status: number, body: string) => string | undefined };
+
+interface Sources extends Pools {
+  pages: string[];
+  ds: Dataset;
+}
+
+/** One request of `route` and how to judge its answer (status 200 and the model's data). */
+function requestOf(route: Route, rand: () => number, s: Sources): Built {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+  switch (route) {
+    case 'has_permission': {
+      const p = pick(s.probes);
+      return { method: 'GET', path: `/api/has_permission/${enc(p.user)}/${enc(p.permission)}`, expect: expectData(`has_permission(${p.user}, ${p.permission})`, () => ({ has_permission: p.expected })) };
+    }
+    case 'check': {
+      const batch = pick(s.batches);
+      const body = JSON.stringify({ checks: batch.map((p) => ({ user: p.user, permission: p.permission })) });
+      const results = batch.map((p) => ({ user: p.user, permission: p.permission, has_permission: p.expected }));
+      const expected = () => ({ results, all: results.every((r) => r.has_permission), any: results.some((r) => r.has_permission) });
+      return { method: 'POST', path: '/api/check', body, headers: { 'content-type': 'application/json' }, expect: expectData(`check of ${batch.length}`, expected) };
+    }
+    case 'which_users_can': {
+      const page = Math.floor(rand() * s.pages.length);
+      const size = pageSizeOf(s.pages[0] ?? '');
+      const expected = () => s.ds.model.whichUsersCan(HOT_PERMISSION).slice(page * size, (page + 1) * size);
+      return { method: 'GET', path: s.pages[page] ?? '', expect: expectData(`which_users_can page ${page}`, expected) };
+    }
+    case 'user_permissions': {
+      const user = pick(s.users);
+      return { method: 'GET', path: `/api/user_permissions/${enc(user)}`, expect: expectData(`user_permissions(${user})`, () => s.ds.model.userPermissions(user)) };
+    }
+    case 'write':
+      return { method: 'POST' };
+  }
+}
+
+const pageSizeOf = (url: string): number => Number(/[?&]limit=(\d+)/.exec(url)?.[1] ?? NaN);
+
+/** A judge: 200 and `data` equal to the model's answer (computed only when a response is checked). */
+function expectData(what: string, expected: () => unknown): (status: number, body: string) => string | undefined {
+  let want: string | undefined;
+  return (status, body) => {
+    if (status !== 200) return `${what}: status ${status} ${body.slice(0, 200)}`;
+    let data: unknown;
+    try {
+      data = (JSON.parse(body) as { data?: unknown }).data;
+    } catch {
+      return `${what}: body is not JSON: ${body.slice(0, 200)}`;
+    }
+    want ??= JSON.stringify(expected());
+    const got = JSON.stringify(data);
+    return got === want ? undefined : `${what}: answered ${got.slice(0, 200)}, the model says ${want.slice(0, 200)}`;
+  };
+}
