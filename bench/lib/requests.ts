@@ -46,7 +46,7 @@ function pools(ds: Dataset, settings: RunSettings): Pools {
   const routes = settings.routes;
   const all = probes(ds, 8_192, settings.denials, ds.shape.seed + 1);
   const batches: Probe[][] = [];
-  if ((routes.check ?? 0) > 0) {
+  if ((routes.check ?? 0) > 0 || (routes.authzen_evaluations ?? 0) > 0) {
     const rand = prng(ds.shape.seed + 3);
     for (let b = 0; b < 64; b++) batches.push(Array.from({ length: settings.checkBatch }, () => all[Math.floor(rand() * all.length)] as Probe));
   }
@@ -125,7 +125,54 @@ function requestOf(route: Route, rand: () => number, s: Sources): Built {
     }
     case 'write':
       return { method: 'POST' };
+    default:
+      return authzenRequest(route, pick, s);
   }
+}
+
+const JSON_BODY = { 'content-type': 'application/json' };
+
+/**
+ * The AuthZEN form of a probe: a data set permission `T:read` is a type-wide grant (docs/authzen.md),
+ * so action `read` on any resource of type T is decided by it alone.
+ */
+function evaluationOf(p: Probe): { subject: object; action: object; resource: object } {
+  const colon = p.permission.lastIndexOf(':');
+  return { subject: { type: 'user', id: p.user }, action: { name: p.permission.slice(colon + 1) }, resource: { type: p.permission.slice(0, colon), id: 'bench' } };
+}
+
+/** The AuthZEN routes: a single evaluation, a batch, a page of 1,000 holders of the hot permission. */
+function authzenRequest(route: Route, pick: <T>(xs: readonly T[]) => T, s: Sources): Built {
+  if (route === 'authzen_evaluation') {
+    const p = pick(s.probes);
+    const body = JSON.stringify(evaluationOf(p));
+    return { method: 'POST', path: '/access/v1/evaluation', body, headers: JSON_BODY, expect: expectJson(`evaluation(${p.user}, ${p.permission})`, (b) => b.decision === p.expected) };
+  }
+  if (route === 'authzen_evaluations') {
+    const batch = pick(s.batches);
+    const body = JSON.stringify({ evaluations: batch.map(evaluationOf) });
+    const want = batch.map((p) => p.expected);
+    const same = (b: Record<string, unknown>): boolean => JSON.stringify((b.evaluations as Array<{ decision: boolean }> | undefined)?.map((e) => e.decision)) === JSON.stringify(want);
+    return { method: 'POST', path: '/access/v1/evaluations', body, headers: JSON_BODY, expect: expectJson(`evaluations of ${batch.length}`, same) };
+  }
+  const colon = HOT_PERMISSION.lastIndexOf(':');
+  const query = { subject: { type: 'user' }, action: { name: HOT_PERMISSION.slice(colon + 1) }, resource: { type: HOT_PERMISSION.slice(0, colon), id: 'bench' }, page: { limit: 1000 } };
+  const holders = s.ds.model.whichUsersCan(HOT_PERMISSION);
+  const want = JSON.stringify(holders.slice(0, 1000).map(({ user }) => ({ type: 'user', id: user })));
+  const same = (b: Record<string, unknown>): boolean => (b.page as { total?: number } | undefined)?.total === holders.length && JSON.stringify(b.results) === want;
+  return { method: 'POST', path: '/access/v1/search/subject', body: JSON.stringify(query), headers: JSON_BODY, expect: expectJson('search/subject page of 1000', same) };
+}
+
+/** A judge of an AuthZEN answer (no envelope): 200 and a body `holds` accepts. */
+function expectJson(what: string, holds: (body: Record<string, unknown>) => boolean): (status: number, body: string) => string | undefined {
+  return (status, body) => {
+    if (status !== 200) return `${what}: status ${status} ${body.slice(0, 200)}`;
+    try {
+      return holds(JSON.parse(body) as Record<string, unknown>) ? undefined : `${what}: answered ${body.slice(0, 200)}, the model disagrees`;
+    } catch {
+      return `${what}: body is not JSON: ${body.slice(0, 200)}`;
+    }
+  };
 }
 
 const pageSizeOf = (url: string): number => Number(/[?&]limit=(\d+)/.exec(url)?.[1] ?? NaN);

@@ -12,8 +12,25 @@ import { ROOT } from '../../tests/helpers/launcher.ts';
 /** The scenario files: bench/scenarios/, or a folder of one's own (BENCH_SCENARIOS). */
 export const SCENARIOS = process.env.BENCH_SCENARIOS ?? join(ROOT, 'bench', 'scenarios');
 
-export type Route = 'has_permission' | 'check' | 'which_users_can' | 'user_permissions' | 'write';
-export const ROUTES: readonly Route[] = ['has_permission', 'check', 'which_users_can', 'user_permissions', 'write'];
+export type Route =
+  | 'has_permission'
+  | 'check'
+  | 'which_users_can'
+  | 'user_permissions'
+  | 'write'
+  | 'authzen_evaluation'
+  | 'authzen_evaluations'
+  | 'authzen_search_subject';
+export const ROUTES: readonly Route[] = [
+  'has_permission',
+  'check',
+  'which_users_can',
+  'user_permissions',
+  'write',
+  'authzen_evaluation',
+  'authzen_evaluations',
+  'authzen_search_subject',
+];
 
 export interface DataShape {
   users: number;
