@@ -11,7 +11,7 @@ import { delta, scrape } from './metrics.ts';
 import { buildMix, type Mix } from './requests.ts';
 import { memberships, type Run, type RunSettings } from './scenario.ts';
 import { median } from './stats.ts';
-import { merge, newTally, pageUrls, type Expectation, type Tally } from './verify.ts';
+import { merge, newTally, pageUrls, record, type Expectation, type Tally } from './verify.ts';
 
 export interface Figures {
   rps: number;
@@ -103,11 +103,20 @@ async function prepare(run: Run, ds: Dataset): Promise<{ target: Target; mix: Mi
     const client = new RbacClient({ baseUrl: target.baseUrls[0] ?? '', key: target.keys[0] ?? '' });
     const pages = (settings.routes.which_users_can ?? 0) > 0 ? await pageUrls(client, ds, settings.pageSize, setup) : [];
     await firstAnswer(client, ds);
+    await schedule(client, ds, settings.schedules, setup);
     const exp: Expectation = { strict: true, revision: target.revision, revisionAtLeast: (settings.routes.write ?? 0) > 0 };
     return { target, mix: buildMix({ ds, settings, keys: target.keys, pages, expectation: exp }), setup };
   } catch (err) {
     await target.stop();
     throw err;
+  }
+}
+
+/** `count` workflow schedules every second, on the data set's first permissions (see RunSettings.schedules). */
+async function schedule(client: RbacClient, ds: Dataset, count: number, setup: Tally): Promise<void> {
+  for (const workflow of ds.permissions.slice(0, count)) {
+    const res = await client.scheduleWorkflow(workflow, { interval_seconds: 1 });
+    record(setup, res.status === 201 ? undefined : `schedule ${workflow}: status ${res.status} ${res.error ?? ''}`);
   }
 }
 
@@ -155,6 +164,7 @@ export async function measureLoad(run: Run): Promise<RunResult> {
     }
     const after = await scrape(target.metricsUrls);
     if (before !== undefined && after !== undefined) Object.assign(result.extra, delta(before, after));
+    if (settings.schedules > 0 && !((result.extra.workflowRuns ?? 0) > 0)) failures.push(`${run.label}: no workflow run was counted beside the load`);
   } finally {
     await ceiling?.bare.stop();
     await target.stop();

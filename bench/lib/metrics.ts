@@ -6,6 +6,7 @@ export interface Scraped {
   cacheHits: number;
   cacheMisses: number;
   cacheEvictions: number;
+  workflowRuns: number;
 }
 
 /** Sum of every series of `name` (all label sets) in one exposition. */
@@ -29,6 +30,7 @@ export async function scrape(urls: readonly string[]): Promise<Scraped | undefin
     cacheHits: sum('rbac_cache_hits_total'),
     cacheMisses: sum('rbac_cache_misses_total'),
     cacheEvictions: sum('rbac_cache_evictions_total'),
+    workflowRuns: sum('rbac_workflow_runs_total'),
   };
 }
 
@@ -42,6 +44,7 @@ export function delta(before: Scraped, after: Scraped): Scraped & { hitRatio: nu
     cacheHits: hits,
     cacheMisses: misses,
     cacheEvictions: after.cacheEvictions - before.cacheEvictions,
+    workflowRuns: after.workflowRuns - before.workflowRuns,
     hitRatio: hits + misses === 0 ? NaN : hits / (hits + misses),
   };
 }

@@ -87,6 +87,11 @@ export interface RunSettings {
   rate: number;
   /** Check one response in this many against the model. */
   verifyEvery: number;
+  /**
+   * Workflow schedules running beside the load, every second, each on one of the data set's
+   * permissions (without a webhook): what the scheduler's runs cost the checks.
+   */
+  schedules: number;
 }
 
 export interface Variant extends Partial<Omit<RunSettings, 'data' | 'gateway'>> {
@@ -135,6 +140,7 @@ const DEFAULTS: RunSettings = {
   fixedRate: false,
   rate: 0,
   verifyEvery: 16,
+  schedules: 0,
 };
 
 const count = { type: 'integer', minimum: 0 };
@@ -165,7 +171,7 @@ const runProperties = {
   checkBatch: { type: 'integer', minimum: 1, maximum: 1000 },
   pageSize: { type: 'integer', minimum: 1, maximum: 10000 },
   connections: positive, durationS: positive, warmupS: count, rounds: positive, verifyEvery: positive,
-  ceiling: { type: 'boolean' }, fixedRate: { type: 'boolean' }, rate: count,
+  ceiling: { type: 'boolean' }, fixedRate: { type: 'boolean' }, rate: count, schedules: { type: 'integer', minimum: 0, maximum: 100 },
 };
 const variantSchema = { type: 'object', additionalProperties: false, required: ['label'], properties: { label: { type: 'string' }, ...runProperties } };
 const fileProperties = {
