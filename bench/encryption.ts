@@ -26,9 +26,9 @@ import { fileURLToPath } from 'node:url';
 import type { Change, Snapshot } from '../src/authz/changes.ts';
 import type { TenantId } from '../src/authz/tenant.ts';
 import { FieldCipher } from '../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../src/store/encrypted.ts';
+import { EncryptedStore } from '../src/store/wrappers/encrypted.ts';
 import { openStore, type StoreSettings } from '../src/store/index.ts';
-import type { StoreAdapter } from '../src/store/port.ts';
+import type { Store } from '../src/store/port.ts';
 import { generate, type Dataset } from './dataset.ts';
 import { runMain, timeLimit } from './procs.ts';
 import { fmtMs, median, table } from './stats.ts';
@@ -76,7 +76,7 @@ function canonical(s: Snapshot): string {
   return JSON.stringify([s.revision, sort(s.roles), sort(s.grants), sort(s.memberships)]);
 }
 
-async function build(store: StoreAdapter, tenant: TenantId, changes: readonly Change[]): Promise<number> {
+async function build(store: Store, tenant: TenantId, changes: readonly Change[]): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < changes.length; i += BATCH) {
     const settled = await store.writeMany(changes.slice(i, i + BATCH).map((change) => ({ tenant, change })));
@@ -89,7 +89,7 @@ async function build(store: StoreAdapter, tenant: TenantId, changes: readonly Ch
 }
 
 /** One warm-up, then `runs` timed loads; each answer must be the model. */
-async function timeLoads(store: StoreAdapter, tenant: TenantId, want: string, runs: number): Promise<number[]> {
+async function timeLoads(store: Store, tenant: TenantId, want: string, runs: number): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i <= runs; i++) {
     const started = performance.now();
@@ -123,7 +123,7 @@ interface DecryptCost {
   distinctMs: number;
 }
 
-async function decryptCost(adapter: StoreAdapter, tenant: TenantId, cipher: FieldCipher): Promise<DecryptCost> {
+async function decryptCost(adapter: Store, tenant: TenantId, cipher: FieldCipher): Promise<DecryptCost> {
   const raw = await adapter.load(tenant);
   const texts = [raw.roles, raw.grants, raw.memberships].flatMap((pairs) => pairs.flatMap((pair) => [pair[0], pair[1]]));
   const distinct = [...new Set(texts)];
@@ -163,7 +163,7 @@ async function main(): Promise<number> {
   const cipher = new FieldCipher(KEY);
   const pbkdf2Ms = performance.now() - t0;
   const tenant = randomBytes(32).toString('hex') as TenantId;
-  const sqlite: StoreAdapter[] = [];
+  const sqlite: Store[] = [];
   const drops: Array<() => Promise<void>> = [];
   const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-encryption-'));
   const results: Result[] = [];
@@ -177,7 +177,7 @@ async function main(): Promise<number> {
       grants: ds.grants.flatMap((perms, r) => perms.map((p) => [ds.roles[r] ?? '', ds.permissions[p] ?? ''] as const)),
       memberships: ds.memberships.flatMap((roles, u) => roles.map((r) => [ds.users[u] ?? '', ds.roles[r] ?? ''] as const)),
     });
-    const wrap = (adapter: StoreAdapter, mode: Mode): StoreAdapter => (mode === 'encrypted' ? new EncryptedStore(adapter, cipher) : adapter);
+    const wrap = (adapter: Store, mode: Mode): Store => (mode === 'encrypted' ? new EncryptedStore(adapter, cipher) : adapter);
     const paths: Record<Mode, string> = { plaintext: join(dir, 'plaintext.sqlite3'), encrypted: join(dir, 'encrypted.sqlite3') };
     for (const mode of MODES) {
       const settings: StoreSettings = { type: 'sqlite', sqlitePath: paths[mode] };
@@ -198,7 +198,7 @@ async function main(): Promise<number> {
       for (const mode of MODES) {
         const db = await freshDatabase();
         drops.push(db.drop);
-        const adapter = openStore({ type: 'postgresql', sqlitePath: '', postgresql: { url: db.url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs: 60_000 } });
+        const adapter = openStore({ type: 'postgresql', postgresql: { url: db.url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs: 60_000 } });
         drops.unshift(() => adapter.close());
         await adapter.cursorSecret(); // migrates
         await copyTenant(paths[mode], db.url, tenant);

@@ -37,7 +37,7 @@ export async function postgresCopy(sqlitePath: string, tenant: TenantId): Promis
   const started = performance.now();
   const db = await freshDatabase();
   try {
-    const adapter = openStore({ type: 'postgresql', sqlitePath: '', postgresql: { url: db.url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs: 60_000 } });
+    const adapter = openStore({ type: 'postgresql', postgresql: { url: db.url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs: 60_000 } });
     try {
       await adapter.cursorSecret(); // migrates
     } finally {

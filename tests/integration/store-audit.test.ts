@@ -13,10 +13,10 @@ import type { AuditOfWrite, AuditRecord } from '../../src/audit/record.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import { DecryptionError, FieldCipher } from '../../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../../src/store/encrypted.ts';
+import { EncryptedStore } from '../../src/store/wrappers/encrypted.ts';
 import { encryptedMark, PLAINTEXT_MARK } from '../../src/store/encryption-mark.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
-import type { StoreAdapter } from '../../src/store/port.ts';
+import type { Store } from '../../src/store/port.ts';
 import { postgresBackend, rawCells, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant as tenant } from '../helpers/tenants.ts';
 
@@ -45,9 +45,9 @@ function row(t: TenantId, at: string, resource: string, status = 404): AuditReco
 function suite(backend: StoreBackend): void {
   describe(`audit rows and field encryption: ${backend.name}`, async () => {
     const skip = await backend.skip();
-    let store: StoreAdapter;
-    const opened: StoreAdapter[] = [];
-    const open = (s: StoreSettings): StoreAdapter => {
+    let store: Store;
+    const opened: Store[] = [];
+    const open = (s: StoreSettings): Store => {
       const st = openStore(s);
       opened.push(st);
       return st;

@@ -5,7 +5,7 @@ import { appError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { CreatedTenants, PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
+import type { CreatedTenants, PendingWrite, Store, WriteOutcome, WriteSettled } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
@@ -30,7 +30,7 @@ const run = async (db: Db, st: Statement, values: unknown[]): Promise<QueryResul
  * one committed: revisions are unique and gapless. Migrations run on first use, under an
  * advisory lock. Failures are thrown as catalogued errors (see `../transient.ts`).
  */
-export class PostgresStore implements StoreAdapter {
+export class PostgresStore implements Store {
   readonly #pool: pg.Pool;
   #ready: Promise<void> | undefined;
   readonly #workflow: PostgresWorkflows;
