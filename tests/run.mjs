@@ -49,6 +49,7 @@ const files = [
   'tests/unit/workflow/allowed-hosts.test.ts',
   'tests/e2e/tokens.test.ts',
   'tests/e2e/audit.test.ts',
+  'tests/regressions/audit-order.test.ts',
   'tests/e2e/workflows.test.ts',
   'tests/e2e/workflow-runs.test.ts',
   'tests/e2e/workflow-webhooks.test.ts',

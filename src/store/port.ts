@@ -1,4 +1,4 @@
-import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
+import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
@@ -6,6 +6,7 @@ import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
 export type { WorkflowStore } from '../workflow/records.ts';
+export type { AuditPosition } from '../audit/record.ts';
 
 /*
  * The store ports, by role. Adapters (SQLite, PostgreSQL) implement all of them; a wrapper
@@ -47,8 +48,13 @@ export interface TenantStore {
 export interface AuditStore {
   /** Audit rows recorded apart from a write (failed requests, reads, tokens), in one transaction. */
   appendAudit(rows: readonly AuditRecord[]): Promise<void>;
-  /** The tenant's audit rows with an id below `before` (all when undefined), newest first, at most `limit`. */
-  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]>;
+  /**
+   * The tenant's audit rows after `after` in the list's order (from the top when undefined), at
+   * most `limit`. The list is newest first by time (`at`, a wire timestamp, whose text order is
+   * time order), rows of the same time by id, highest first: a row recorded late (a failed
+   * request's, batched) lists by when it happened, not by when it was stored.
+   */
+  audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]>;
   /** Deletes at most `limit` audit rows older than `before` (a wire timestamp); how many went. */
   pruneAudit(before: string, limit: number): Promise<number>;
 }

@@ -97,7 +97,7 @@ async function startWorker(
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
     const backend: Backend = {
       write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
-      audit: (tenant, before, limit) => store.audit(tenant, before, limit),
+      audit: (tenant, after, limit) => store.audit(tenant, after, limit),
       recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),

@@ -3,7 +3,7 @@ import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../../authz/c
 import type { TenantId } from '../../authz/tenant.ts';
 import { refusalFor, refused, type RefusalCode } from '../../authz/write-rules.ts';
 import type { FieldCipher } from '../../crypto/field-cipher.ts';
-import type { PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
+import type { AuditStore, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import { callOf, PassingStore } from './passing.ts';
 
@@ -64,8 +64,8 @@ export class EncryptedStore extends PassingStore implements Store {
     return this.#inner.appendAudit(rows.map((r) => this.#sealAudit(r)));
   }
 
-  override async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
-    return (await this.#inner.audit(tenant, before, limit)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
+  override async audit(...args: Parameters<AuditStore['audit']>): Promise<AuditEntry[]> {
+    return (await this.#inner.audit(...args)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
   }
 
   override putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
