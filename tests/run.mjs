@@ -26,6 +26,7 @@ const files = [
   'tests/e2e/deploy-ops.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',
+  'tests/unit/store/passing.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',
   'tests/integration/store-conformance.test.ts',
   'tests/integration/store-created.test.ts',
