@@ -9,10 +9,10 @@ import type { Change } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { FieldCipher } from '../../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../../src/store/encrypted.ts';
+import { EncryptedStore } from '../../src/store/wrappers/encrypted.ts';
 import { encryptedMark } from '../../src/store/encryption-mark.ts';
 import { openStore } from '../../src/store/index.ts';
-import type { BatchStore } from '../../src/store/port.ts';
+import type { Store } from '../../src/store/port.ts';
 import { copyTenant, freshDatabase } from './databases.ts';
 
 const BATCH = 4_000;
@@ -24,7 +24,7 @@ const BATCH = 4_000;
  */
 export async function seedSqlite(path: string, tenants: readonly TenantId[], changes: readonly Change[], encryptionKey?: string): Promise<void> {
   const adapter = openStore({ type: 'sqlite', sqlitePath: path });
-  let store: BatchStore = adapter;
+  let store: Store = adapter;
   if (encryptionKey !== undefined) {
     const cipher = new FieldCipher(encryptionKey);
     await adapter.claimEncryption(encryptedMark(cipher.fingerprint));
@@ -53,7 +53,7 @@ export async function seedSqlite(path: string, tenants: readonly TenantId[], cha
 export async function postgresCopy(sqlitePath: string, tenants: readonly TenantId[]): Promise<{ url: string; drop(): Promise<void> }> {
   const db = await freshDatabase();
   try {
-    const adapter = openStore({ type: 'postgresql', sqlitePath: '', postgresql: { url: db.url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs: 120_000 } });
+    const adapter = openStore({ type: 'postgresql', postgresql: { url: db.url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs: 120_000 } });
     try {
       await adapter.cursorSecret(); // migrates
     } finally {

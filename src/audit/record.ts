@@ -35,3 +35,12 @@ export interface AuditRecord extends AuditDraft {
 export interface AuditEntry extends AuditRecord {
   readonly id: number;
 }
+
+/**
+ * A row's place in the audit list, which is newest first by time (`at`), then by id: where a
+ * page ends and the next starts.
+ */
+export interface AuditPosition {
+  readonly at: string;
+  readonly id: number;
+}

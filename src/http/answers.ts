@@ -8,7 +8,8 @@ import type { Query } from './query.ts';
 import { send, successPrefix, successTail, type CorsPolicy } from './reply.ts';
 import type { TenantTarget } from './responder.ts';
 import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from './routes/index.ts';
-import type { AuditEntry } from '../audit/record.ts';
+import type { AuditEntry, AuditPosition } from '../audit/record.ts';
+import { appError } from '../errors/index.ts';
 import type { IssuedToken } from '../crypto/tokens.ts';
 import type { RequestMetrics } from '../metrics/requests.ts';
 import { data as dataSchemas, type DataSchemaName } from './schemas/index.ts';
@@ -24,8 +25,8 @@ const HAS_FALSE = `${successPrefix(200, 'OK')}{"has_permission":false},"timestam
 /** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
 export type ChangelogReader = (tenant: TenantId, since: number, limit: number) => Promise<ChangeRecord[]>;
 
-/** Reads a tenant's audit rows with an id below `before` (all when undefined), newest first, at most `limit`. */
-export type AuditReader = (tenant: TenantId, before: number | undefined, limit: number) => Promise<AuditEntry[]>;
+/** Reads a tenant's audit rows after `after` (from the top when undefined), newest first by time then id, at most `limit`. */
+export type AuditReader = (tenant: TenantId, after: AuditPosition | undefined, limit: number) => Promise<AuditEntry[]>;
 
 /** Without `limit`, /api/audit answers in pages of this size (with next_cursor). */
 const MAX_AUDIT = 10_000;
@@ -98,15 +99,15 @@ export class Answers {
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
   }
 
-  /** A page of the tenant's audit trail, newest first; the cursor holds the last id shown. */
+  /** A page of the tenant's audit trail, newest first; the cursor holds the last row's time and id. */
   async auditPage(t: TenantTarget, route: AuditRoute, query: Query): Promise<string> {
-    const before = query.cursor === undefined ? undefined : Number(this.#cursors.open(t.tenant, route.id, [], query.cursor));
+    const after = query.cursor === undefined ? undefined : auditPosition(this.#cursors.open(t.tenant, route.id, [], query.cursor));
     const want = query.limit ?? MAX_AUDIT;
-    const entries = await this.#audit(t.tenant, before, want + 1);
+    const entries = await this.#audit(t.tenant, after, want + 1);
     const cut = entries.length > want;
     const page = cut ? entries.slice(0, want) : entries;
     const last = page[page.length - 1];
-    const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, [], String(last.id)) : undefined;
+    const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, [], `${last.at} ${last.id}`) : undefined;
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
   }
 
@@ -127,4 +128,12 @@ export class Answers {
     const next = page.after === undefined ? undefined : this.#cursors.sign(t.tenant, route.id, p, page.after);
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(g, page.items)) + successTail(next);
   }
+}
+
+/** The position an audit cursor holds (`<at> <id>`, signed); a cursor of another shape is refused (400). */
+function auditPosition(opened: string): AuditPosition {
+  const space = opened.lastIndexOf(' ');
+  const id = Number(opened.slice(space + 1));
+  if (space <= 0 || !Number.isSafeInteger(id)) throw appError('ERR_VALIDATION_CURSOR');
+  return { at: opened.slice(0, space), id };
 }

@@ -1,6 +1,6 @@
 import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
-import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
+import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
 /** The workflow calls the HTTP layer makes: schedules and runs, kept in the database. */
@@ -13,8 +13,8 @@ export interface Backend {
    * of this instance (so any later request, on any connection, sees it).
    */
   write(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome>;
-  /** The tenant's audit rows below id `before`, newest first, at most `limit`. */
-  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]>;
+  /** The tenant's audit rows after `after` (from the top when undefined), newest first by time then id, at most `limit`. */
+  audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]>;
   /** Takes an audit row recorded after its answer (batched; never waits). */
   recordAudit(row: AuditRecord): void;
   /** The tenant's changelog after `since`, ascending, at most `limit` entries. */

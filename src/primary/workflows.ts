@@ -69,6 +69,7 @@ export function leaseMsFor(minIntervalSeconds: number): number {
 /** The instance's store, as background work (a lower CPU priority), with few connections. */
 function schedulerSettings(config: Config): StoreSettings {
   const settings: StoreSettings = { ...storeSettings(config), background: true };
+  if (settings.type !== 'postgresql') return settings;
   const pg = settings.postgresql;
-  return pg === undefined ? settings : { ...settings, postgresql: { ...pg, poolMax: Math.min(SCHEDULER_CONNECTIONS, pg.poolMax) } };
+  return { ...settings, postgresql: { ...pg, poolMax: Math.min(SCHEDULER_CONNECTIONS, pg.poolMax) } };
 }

@@ -1,5 +1,6 @@
 import type { AuditEntry } from '../audit/record.ts';
 import type { TenantId } from '../authz/tenant.ts';
+import type { AuditPosition } from './port.ts';
 
 /** A stored row as the port answers it (the same for every adapter). */
 export function entryOf(r: Record<string, unknown>): AuditEntry {
@@ -16,3 +17,6 @@ export function entryOf(r: Record<string, unknown>): AuditEntry {
   };
   return r.revision === null || r.revision === undefined ? entry : { ...entry, revision: Number(r.revision) };
 }
+
+/** Above every row in the audit list: '~' sorts after every wire timestamp (digits, '-', ':', 'T', 'Z'). */
+export const AUDIT_TOP: AuditPosition = { at: '~', id: Number.MAX_SAFE_INTEGER };

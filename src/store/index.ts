@@ -1,9 +1,9 @@
-import type { StoreAdapter } from './port.ts';
+import type { Store } from './port.ts';
 import { PostgresStore } from './postgres/index.ts';
 import type { StoreSettings } from './settings.ts';
 import { SqliteStore } from './sqlite/index.ts';
 
-export { planThreads, storeSettings, type PostgresSettings, type StoreSettings, type ThreadPlan } from './settings.ts';
+export { planThreads, storeSettings, type PostgresSettings, type PostgresStoreSettings, type SqliteStoreSettings, type StoreSettings, type ThreadPlan } from './settings.ts';
 
 /**
  * The store factory: opens the adapter the settings name. It loads both drivers, so it is for a
@@ -12,8 +12,7 @@ export { planThreads, storeSettings, type PostgresSettings, type StoreSettings, 
  * (pool/tasks/sqlite-task.ts, postgres-task.ts: one adapter each, so a thread loads one driver);
  * the worker (the composition root) chooses by handing the settings to the pool.
  */
-export function openStore(settings: StoreSettings): StoreAdapter {
+export function openStore(settings: StoreSettings): Store {
   if (settings.type === 'sqlite') return new SqliteStore(settings.sqlitePath);
-  if (settings.postgresql === undefined) throw new Error('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
   return new PostgresStore(settings.postgresql);
 }

@@ -248,4 +248,11 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX clients_by_created_xid ON clients (created_xid)`,
     ],
   },
+  {
+    version: 5,
+    name: 'the audit list by time, then id (keyset on both)',
+    // A failed request's row is stored after its answer (batched), so ids are not time order.
+    sqlite: [`CREATE INDEX audit_by_client_time ON audit (client_hash, at, id)`, `DROP INDEX audit_by_client`],
+    postgresql: [`CREATE INDEX audit_by_client_time ON audit (client_hash, at, id)`, `DROP INDEX audit_by_client`],
+  },
 ];

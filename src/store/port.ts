@@ -1,16 +1,21 @@
-import type { AuditEntry, AuditOfWrite, AuditRecord } from '../audit/record.ts';
+import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
+export type { WorkflowStore } from '../workflow/records.ts';
+export type { AuditPosition } from '../audit/record.ts';
 
-/**
- * The store port, reads. Adapters (SQLite, PostgreSQL) also take writes, in batches: see
- * {@link BatchStore}. Failures (the database is unreachable, a bug) are thrown.
+/*
+ * The store ports, by role. Adapters (SQLite, PostgreSQL) implement all of them; a wrapper
+ * (store/wrappers/) overrides only the role it changes; the pool carries every method to its
+ * threads by name (see STORE_METHODS). Failures (the database is unreachable, a bug) are thrown.
  */
-export interface Store {
+
+/** A tenant's graph: its state, revisions and changelog, and the writes that move it. */
+export interface TenantStore {
   /** Everything the tenant holds, read in one transaction (revision 0 and empty when unknown). */
   load(tenant: TenantId): Promise<Snapshot>;
   /** The tenant's committed revision (0 when unknown). */
@@ -29,24 +34,6 @@ export interface Store {
   tenantsSince(cursor: string | undefined): Promise<CreatedTenants>;
   /** Committed changes with a revision above `since`, ascending, at most `limit`. */
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
-  /** Audit rows recorded apart from a write (failed requests, reads, tokens), in one transaction. */
-  appendAudit(rows: readonly AuditRecord[]): Promise<void>;
-  /** The tenant's audit rows with an id below `before` (all when undefined), newest first, at most `limit`. */
-  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]>;
-  /** Deletes at most `limit` audit rows older than `before` (a wire timestamp); how many went. */
-  pruneAudit(before: string, limit: number): Promise<number>;
-  /** A secret shared by every process using this database (signs pagination cursors). */
-  cursorSecret(): Promise<Buffer>;
-  /** Resolves when the database answers. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
-
-/**
- * The store with its writes (an adapter, the pool in front of them, the resilient layer), and the
- * workflow schedules and runs (see {@link WorkflowStore}).
- */
-export interface BatchStore extends Store, WorkflowStore {
   /**
    * Applies many changes, in the order given for any one tenant. Each is checked against the
    * stored state and is atomic: the change, the tenant's revision + 1 and a changelog row commit
@@ -57,8 +44,27 @@ export interface BatchStore extends Store, WorkflowStore {
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
 }
 
-/** An adapter (SQLite, PostgreSQL), as a pool thread uses it. */
-export interface StoreAdapter extends BatchStore {
+/** The audit trail. */
+export interface AuditStore {
+  /** Audit rows recorded apart from a write (failed requests, reads, tokens), in one transaction. */
+  appendAudit(rows: readonly AuditRecord[]): Promise<void>;
+  /**
+   * The tenant's audit rows after `after` in the list's order (from the top when undefined), at
+   * most `limit`. The list is newest first by time (`at`, a wire timestamp, whose text order is
+   * time order), rows of the same time by id, highest first: a row recorded late (a failed
+   * request's, batched) lists by when it happened, not by when it was stored.
+   */
+  audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]>;
+  /** Deletes at most `limit` audit rows older than `before` (a wire timestamp); how many went. */
+  pruneAudit(before: string, limit: number): Promise<number>;
+}
+
+/** The database itself: reachability, the encryption mark, the shared cursor secret. */
+export interface Meta {
+  /** Resolves when the database answers. */
+  ping(): Promise<void>;
+  /** A secret shared by every process using this database (signs pagination cursors). */
+  cursorSecret(): Promise<Buffer>;
   /**
    * Records how this database's names are stored (`mark`: plaintext, or encrypted with a key's
    * fingerprint) unless it already knows, and answers what it knows. A database written before
@@ -67,14 +73,43 @@ export interface StoreAdapter extends BatchStore {
   claimEncryption(mark: string): Promise<string>;
 }
 
-/** What {@link Store.tenantsSince} answers. */
+/** Every call of every role: the methods that ask the database something. */
+export interface StoreCalls extends TenantStore, AuditStore, WorkflowStore, Meta {}
+export type StoreMethod = keyof StoreCalls;
+
+/** Every role, and closing: what an adapter implements, and what the pool and the wrappers offer in front of it. */
+export interface Store extends StoreCalls {
+  close(): Promise<void>;
+}
+
+/**
+ * The names of {@link StoreCalls}, by role: what the pool carries to its threads and a wrapper
+ * passes on. The compiler holds it equal to the ports (below), so a method added to a port is
+ * listed here or nothing builds.
+ */
+export const STORE_METHODS = {
+  tenant: ['load', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany'],
+  audit: ['appendAudit', 'audit', 'pruneAudit'],
+  workflow: ['putSchedule', 'deleteSchedule', 'schedules', 'runs', 'takeLease', 'releaseLease', 'dueSchedules', 'runSchedule', 'claimDeliveries', 'recordDelivery'],
+  meta: ['ping', 'cursorSecret', 'claimEncryption'],
+} as const satisfies { tenant: ReadonlyArray<keyof TenantStore>; audit: ReadonlyArray<keyof AuditStore>; workflow: ReadonlyArray<keyof WorkflowStore>; meta: ReadonlyArray<keyof Meta> };
+
+type Listed = (typeof STORE_METHODS)[keyof typeof STORE_METHODS][number];
+/** True only when every method of the ports is listed (the other way round is `satisfies` above). */
+const LISTED_ALL: [StoreMethod] extends [Listed] ? true : never = true;
+void LISTED_ALL;
+
+/** Every name of {@link STORE_METHODS}. */
+export const ALL_STORE_METHODS: readonly StoreMethod[] = Object.values(STORE_METHODS).flat();
+
+/** What {@link TenantStore.tenantsSince} answers. */
 export interface CreatedTenants {
   readonly tenants: TenantId[];
   /** Where the next call goes on from. */
   readonly cursor: string;
 }
 
-/** One write of a {@link StoreAdapter.writeMany} batch. */
+/** One write of a {@link TenantStore.writeMany} batch. */
 export interface PendingWrite {
   readonly tenant: TenantId;
   readonly change: Change;

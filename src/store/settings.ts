@@ -2,13 +2,23 @@ import type { Config } from '../config/index.ts';
 
 /**
  * Which database a process opens and how; plain data, so it can be handed to a pool thread.
- * Kept apart from the adapters so that choosing settings loads no driver.
+ * Kept apart from the adapters so that choosing settings loads no driver. A union by `type`:
+ * PostgreSQL settings always carry their connection settings.
  */
-export interface StoreSettings {
-  readonly type: 'sqlite' | 'postgresql';
+export type StoreSettings = (SqliteStoreSettings | PostgresStoreSettings) & CommonStoreSettings;
+
+export interface SqliteStoreSettings {
+  readonly type: 'sqlite';
   readonly sqlitePath: string;
-  /** Required when `type` is `postgresql`. */
-  readonly postgresql?: PostgresSettings;
+}
+
+export interface PostgresStoreSettings {
+  readonly type: 'postgresql';
+  readonly postgresql: PostgresSettings;
+}
+
+/** What every store takes, whichever the database. */
+export interface CommonStoreSettings {
   /** AUTH_ENCRYPTION_KEY when field encryption is on (CONTRACT.md §8). */
   readonly encryptionKey?: string;
   /**
@@ -31,16 +41,14 @@ export interface PostgresSettings {
 
 /** The store settings of a process, from its configuration. */
 export function storeSettings(config: Config): StoreSettings {
-  const { AUTH_DATABASE_TYPE: type, AUTH_SQLITE_PATH: sqlitePath, AUTH_POSTGRESQL_URL: url } = config;
   const key = config.AUTH_ENABLE_ENCRYPTION ? config.AUTH_ENCRYPTION_KEY : undefined;
   const encryption = key === undefined ? {} : { encryptionKey: key };
-  if (url === undefined) return { type, sqlitePath, ...encryption };
+  if (config.AUTH_DATABASE_TYPE === 'sqlite') return { type: 'sqlite', sqlitePath: config.AUTH_SQLITE_PATH, ...encryption };
   return {
-    type,
-    sqlitePath,
+    type: 'postgresql',
     ...encryption,
     postgresql: {
-      url,
+      url: config.AUTH_POSTGRESQL_URL,
       poolMax: config.AUTH_POSTGRESQL_POOL_MAX,
       connectTimeoutMs: config.AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS,
       statementTimeoutMs: config.AUTH_POSTGRESQL_STATEMENT_TIMEOUT_MS,
@@ -66,8 +74,8 @@ export interface ThreadPlan {
  * pools of 5; 3 over 2 are 2 pools of 1 (the odd one is not used); 1 over 2 is 1 thread.
  */
 export function planThreads(settings: StoreSettings, threads: number): ThreadPlan {
+  if (settings.type !== 'postgresql') return { settings, threads, concurrency: 1 };
   const pg = settings.postgresql;
-  if (settings.type !== 'postgresql' || pg === undefined) return { settings, threads, concurrency: 1 };
   const used = Math.max(1, Math.min(threads, pg.poolMax));
   const share = Math.max(1, Math.floor(pg.poolMax / used));
   return { settings: { ...settings, postgresql: { ...pg, poolMax: share } }, threads: used, concurrency: share };

@@ -10,9 +10,10 @@ import { workerBus, type Bus } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
 import { isToWorker, type ToPrimary } from '../primary/protocol.ts';
-import { CircuitBreaker } from '../store/breaker.ts';
+import { CircuitBreaker } from '../store/wrappers/breaker.ts';
 import { storeSettings } from '../store/settings.ts';
-import { ResilientStore } from '../store/resilient.ts';
+import { ResilientStore } from '../store/wrappers/resilient.ts';
+import { retryPolicy } from '../store/wrappers/retry.ts';
 import { WritePipeline } from './write-pipeline.ts';
 import { loadClientIndex, startRevalidation } from './revalidation.ts';
 import { AppError } from '../errors/index.ts';
@@ -96,7 +97,7 @@ async function startWorker(
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
     const backend: Backend = {
       write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
-      audit: (tenant, before, limit) => store.audit(tenant, before, limit),
+      audit: (tenant, after, limit) => store.audit(tenant, after, limit),
       recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
@@ -145,8 +146,7 @@ function openResilientStore(config: Config, log: Logger, retried: () => void): {
       else log.info(`database circuit ${state}`);
     },
   });
-  const retry = { attempts: config.AUTH_DB_RETRY_ATTEMPTS, baseMs: 50, maxMs: 1000 };
-  return { pooled, store: new ResilientStore(pooled, breaker, retry, retried) };
+  return { pooled, store: new ResilientStore(pooled, breaker, retryPolicy(config.AUTH_DB_RETRY_ATTEMPTS), retried) };
 }
 
 /** Changes committed by the other workers (and instances) are applied to this worker's graphs. */

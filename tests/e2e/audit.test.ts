@@ -267,7 +267,10 @@ test('newest first; limit and cursor walk every row exactly once; a foreign or t
   }
   const all = await waitForRows(c, ids);
   assert.equal(all.length, ids.length);
-  for (let i = 1; i < all.length; i++) assert.ok((all[i - 1] as AuditItem).id > (all[i] as AuditItem).id, `ids strictly descending: ${all.map((r) => r.id).join(' ')}`);
+  for (let i = 1; i < all.length; i++) {
+    const [a, b] = [all[i - 1] as AuditItem, all[i] as AuditItem];
+    assert.ok(a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.id > b.id), `newest first by time, then id: ${all.map((r) => `${r.timestamp}#${r.id}`).join(' ')}`);
+  }
   const successes = all.filter((r) => r.revision !== undefined).map((r) => r.revision);
   assert.deepEqual(successes, [7, 6, 5, 4, 3, 2, 1], 'successful writes newest first');
 

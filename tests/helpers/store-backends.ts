@@ -10,7 +10,7 @@ import type { Change, WriteOutcome } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import { fromWire } from '../../src/errors/index.ts';
 import type { StoreSettings } from '../../src/store/index.ts';
-import type { BatchStore } from '../../src/store/port.ts';
+import type { Store } from '../../src/store/port.ts';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './postgres.ts';
 import { tempDir } from './server.ts';
 
@@ -34,7 +34,7 @@ export function sqliteBackend(): StoreBackend {
     skip: async () => false,
     fresh: async () => ({ type: 'sqlite', sqlitePath: join(dir.dir, `db${++n}`, 'rbac.sqlite3') }),
     async versions(settings) {
-      const db = new Database(settings.sqlitePath, { readonly: true });
+      const db = new Database(sqlitePathOf(settings), { readonly: true });
       try {
         return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[]).map(Number);
       } finally {
@@ -55,12 +55,11 @@ export function postgresBackend(): StoreBackend {
       made.push(db);
       return {
         type: 'postgresql',
-        sqlitePath: '',
         postgresql: { url: db.url, poolMax: 4, connectTimeoutMs: 3000, statementTimeoutMs: 10_000 },
       };
     },
     async versions(settings) {
-      const c = new pg.Client({ connectionString: settings.postgresql?.url });
+      const c = new pg.Client({ connectionString: postgresUrlOf(settings) });
       await c.connect();
       try {
         return (await c.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((r) => Number(r.version));
@@ -72,8 +71,13 @@ export function postgresBackend(): StoreBackend {
   };
 }
 
+/** The file of SQLite settings ('' for PostgreSQL's). */
+export const sqlitePathOf = (s: StoreSettings): string => (s.type === 'sqlite' ? s.sqlitePath : '');
+/** The URL of PostgreSQL settings ('' for SQLite's). */
+export const postgresUrlOf = (s: StoreSettings): string => (s.type === 'postgresql' ? s.postgresql.url : '');
+
 /** One write through the port (a batch of one); its failure is thrown as the error it crossed as. */
-export async function writeOne(store: BatchStore, tenant: TenantId, change: Change): Promise<WriteOutcome> {
+export async function writeOne(store: Store, tenant: TenantId, change: Change): Promise<WriteOutcome> {
   const [settled] = await store.writeMany([{ tenant, change }]);
   if (settled === undefined) throw new Error('writeMany settled no write');
   if (!settled.ok) throw fromWire(settled.error);
@@ -85,7 +89,7 @@ export async function rawCells(backend: StoreBackend, settings: StoreSettings): 
   const cells = new Map<string, string[]>();
   const text = (v: unknown): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v));
   if (backend.name === 'sqlite') {
-    const db = new Database(settings.sqlitePath, { readonly: true });
+    const db = new Database(sqlitePathOf(settings), { readonly: true });
     try {
       const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
       for (const name of tables) cells.set(name, (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
@@ -94,7 +98,7 @@ export async function rawCells(backend: StoreBackend, settings: StoreSettings): 
     }
     return cells;
   }
-  const c = new pg.Client({ connectionString: settings.postgresql?.url });
+  const c = new pg.Client({ connectionString: postgresUrlOf(settings) });
   await c.connect();
   try {
     const { rows } = await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'schema_migrations'`);

@@ -9,14 +9,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { AuditOfWrite, AuditRecord } from '../../src/audit/record.ts';
+import type { AuditOfWrite, AuditPosition, AuditRecord } from '../../src/audit/record.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import { DecryptionError, FieldCipher } from '../../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../../src/store/encrypted.ts';
+import { EncryptedStore } from '../../src/store/wrappers/encrypted.ts';
 import { encryptedMark, PLAINTEXT_MARK } from '../../src/store/encryption-mark.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
-import type { StoreAdapter } from '../../src/store/port.ts';
+import type { Store } from '../../src/store/port.ts';
 import { postgresBackend, rawCells, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant as tenant } from '../helpers/tenants.ts';
 
@@ -45,9 +45,9 @@ function row(t: TenantId, at: string, resource: string, status = 404): AuditReco
 function suite(backend: StoreBackend): void {
   describe(`audit rows and field encryption: ${backend.name}`, async () => {
     const skip = await backend.skip();
-    let store: StoreAdapter;
-    const opened: StoreAdapter[] = [];
-    const open = (s: StoreSettings): StoreAdapter => {
+    let store: Store;
+    const opened: Store[] = [];
+    const open = (s: StoreSettings): Store => {
       const st = openStore(s);
       opened.push(st);
       return st;
@@ -121,16 +121,32 @@ function suite(backend: StoreBackend): void {
       assert.deepEqual(all.map(({ id: _, ...r }) => r), [...rows].reverse(), 'every field back, no revision, newest first');
       for (const e of all) assert.equal('revision' in e, false, 'revision is absent, not null');
       const pages: string[][] = [];
-      let cursor: number | undefined;
+      let cursor: AuditPosition | undefined;
       for (;;) {
         const page = await store.audit(t, cursor, 2);
-        if (page.length === 0) break;
+        const last = page.at(-1);
+        if (last === undefined) break;
         pages.push(page.map((e) => e.resource));
-        cursor = page.at(-1)?.id;
+        cursor = { at: last.at, id: last.id };
       }
       assert.deepEqual(pages, [['/api/role/r4', '/api/role/r3'], ['/api/role/r2', '/api/role/r1'], ['/api/role/r0']]);
       assert.deepEqual((await store.audit(other, undefined, 100)).map((e) => e.resource), ['/api/role/x']);
       assert.equal(await store.revision(t), 0, 'audit rows create no client');
+    });
+
+    it('audit lists by time, then id: a row stored late lists where its time puts it', async () => {
+      const t = tenant();
+      const [early, late] = ['2030-01-01T00:00:00.000001', '2030-01-01T00:00:00.000002'];
+      // Stored in the order late, early, late: ids are not time order.
+      await store.appendAudit([row(t, late, '/api/role/a')]);
+      await store.appendAudit([row(t, early, '/api/role/b')]);
+      await store.appendAudit([row(t, late, '/api/role/c')]);
+      const all = await store.audit(t, undefined, 10);
+      assert.deepEqual(all.map((e) => e.resource), ['/api/role/c', '/api/role/a', '/api/role/b']);
+      const first = all[0];
+      assert.ok(first !== undefined);
+      const rest = await store.audit(t, { at: first.at, id: first.id }, 10);
+      assert.deepEqual(rest.map((e) => e.resource), ['/api/role/a', '/api/role/b'], 'the keyset goes on after (at, id)');
     });
 
     it('pruneAudit deletes only rows older than the cut, at most `limit` per call', async () => {

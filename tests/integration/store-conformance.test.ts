@@ -15,10 +15,10 @@ import type { TenantId } from '../../src/authz/tenant.ts';
 import { AppError } from '../../src/errors/index.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
 import { MIGRATIONS } from '../../src/store/migrations.ts';
-import type { StoreAdapter } from '../../src/store/port.ts';
+import type { Store } from '../../src/store/port.ts';
 import { postgresSkipReason } from '../helpers/postgres.ts';
 import { freePort, ROOT } from '../helpers/server.ts';
-import { postgresBackend, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
+import { postgresBackend, postgresUrlOf, sqliteBackend, sqlitePathOf, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant } from '../helpers/tenants.ts';
 import { isTransient } from '../helpers/transient.ts';
 
@@ -60,7 +60,7 @@ const DESCRIPTIONS = ['', 'Ünïcødé — ✓', '😀'.repeat(1024), 'x'.repeat
 /** Outcomes of SCRIPT per backend, compared with each other at the end. */
 const outcomes = new Map<string, WriteOutcome[]>();
 
-async function runScript(store: StoreAdapter, t: TenantId): Promise<WriteOutcome[]> {
+async function runScript(store: Store, t: TenantId): Promise<WriteOutcome[]> {
   const seen: WriteOutcome[] = [];
   for (const [change, expect] of SCRIPT) {
     const outcome = await writeOne(store, t, change);
@@ -85,9 +85,9 @@ function conformance(backend: StoreBackend): void {
   describe(`store conformance: ${backend.name}`, async () => {
     const skip = await backend.skip();
     let settings: StoreSettings;
-    let store: StoreAdapter;
-    const opened: StoreAdapter[] = [];
-    const open = (s: StoreSettings = settings): StoreAdapter => {
+    let store: Store;
+    const opened: Store[] = [];
+    const open = (s: StoreSettings = settings): Store => {
       const st = openStore(s);
       opened.push(st);
       return st;
@@ -335,7 +335,7 @@ describe('SQLite only', () => {
     const store = openStore(s);
     await writeOne(store, tenant(), { op: 'role.create', role: 'r', description: '' });
     await store.close();
-    const db = new Database(s.sqlitePath, { readonly: true });
+    const db = new Database(sqlitePathOf(s), { readonly: true });
     t.after(() => db.close());
     assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
   });
@@ -365,10 +365,10 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
   const skip = await postgresSkipReason();
   const backend = postgresBackend();
   after(() => backend.cleanup());
-  const fresh = async (statementTimeoutMs = 10_000): Promise<{ settings: StoreSettings; store: StoreAdapter; admin: pg.Client }> => {
+  const fresh = async (statementTimeoutMs = 10_000): Promise<{ settings: StoreSettings; store: Store; admin: pg.Client }> => {
     const settings = await backend.fresh();
-    const url = settings.postgresql?.url ?? '';
-    const tuned = { ...settings, postgresql: { url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs } };
+    const url = postgresUrlOf(settings);
+    const tuned: StoreSettings = { type: 'postgresql', postgresql: { url, poolMax: 2, connectTimeoutMs: 3000, statementTimeoutMs } };
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     const store = openStore(tuned);
@@ -389,7 +389,7 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
 
   test('an unreachable server is ERR_STORE_UNAVAILABLE', { skip }, async () => {
     const port = await freePort();
-    const store = openStore({ type: 'postgresql', sqlitePath: '', postgresql: { url: `postgresql://postgres@127.0.0.1:${port}/x`, poolMax: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 } });
+    const store = openStore({ type: 'postgresql', postgresql: { url: `postgresql://postgres@127.0.0.1:${port}/x`, poolMax: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 } });
     after(() => store.close());
     await assert.rejects(store.load(tenant()), expectTransient);
     await assert.rejects(writeOne(store, tenant(), { op: 'role.create', role: 'r', description: '' }), expectTransient);
@@ -413,7 +413,7 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
     const { settings, store, admin } = await fresh();
     const t = tenant();
     await Promise.all([store.load(t), store.load(t), writeOne(store, t, { op: 'role.create', role: 'r', description: '' })]);
-    const dbName = new URL(settings.postgresql?.url ?? '').pathname.slice(1);
+    const dbName = new URL(postgresUrlOf(settings)).pathname.slice(1);
     await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]);
     let answered = 0;
     for (let i = 0; i < 6 && answered < 2; i++) {

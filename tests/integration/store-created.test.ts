@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
-import type { StoreAdapter } from '../../src/store/port.ts';
-import { postgresBackend, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
+import type { Store } from '../../src/store/port.ts';
+import { postgresBackend, postgresUrlOf, sqliteBackend, writeOne, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant } from '../helpers/tenants.ts';
 
 const ROLE = { op: 'role.create', role: 'r', description: '' } as const;
@@ -19,7 +19,7 @@ function created(backend: StoreBackend): void {
   describe(`tenantsSince: ${backend.name}`, async () => {
     const skip = await backend.skip();
     let settings: StoreSettings;
-    let store: StoreAdapter;
+    let store: Store;
     before(async () => {
       if (skip !== false) return;
       settings = await backend.fresh();
@@ -72,7 +72,7 @@ describe('tenantsSince: postgresql, commit order', async () => {
   test('a creation that commits after a later one is still listed after the cursor that passed the later one', { skip }, async () => {
     const settings = await backend.fresh();
     const store = openStore(settings);
-    const slow = new pg.Client({ connectionString: settings.postgresql?.url });
+    const slow = new pg.Client({ connectionString: postgresUrlOf(settings) });
     try {
       await store.tenantsSince(undefined); // migrated
       const [early, late] = [randomTenant(), randomTenant()];

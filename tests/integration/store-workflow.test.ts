@@ -14,9 +14,9 @@ import type { AuditRecord } from '../../src/audit/record.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import { FieldCipher } from '../../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../../src/store/encrypted.ts';
+import { EncryptedStore } from '../../src/store/wrappers/encrypted.ts';
 import { openStore, type StoreSettings } from '../../src/store/index.ts';
-import type { StoreAdapter } from '../../src/store/port.ts';
+import type { Store } from '../../src/store/port.ts';
 import type { RunEntry, ScheduleInput } from '../../src/workflow/records.ts';
 import { postgresBackend, rawCells, sqliteBackend, type StoreBackend } from '../helpers/store-backends.ts';
 import { randomTenant as tenant } from '../helpers/tenants.ts';
@@ -35,7 +35,7 @@ function scheduleOf(t: TenantId, workflow: string, intervalSeconds = 60, webhook
 }
 
 /** Applies `changes` to the tenant, each committed (a refusal fails the test). */
-async function apply(store: StoreAdapter, t: TenantId, changes: readonly Change[]): Promise<void> {
+async function apply(store: Store, t: TenantId, changes: readonly Change[]): Promise<void> {
   const settled = await store.writeMany(changes.map((change) => ({ tenant: t, change })));
   settled.forEach((s, i) => assert.ok(s.ok && s.value.ok, `change ${i} commits: ${JSON.stringify(s)}`));
 }
@@ -53,15 +53,15 @@ const diff = (r: RunEntry | undefined): unknown => r && { added: r.added, remove
 function suite(backend: StoreBackend): void {
   describe(`workflow schedules and runs: ${backend.name}`, async () => {
     const skip = await backend.skip();
-    let store: StoreAdapter;
-    const opened: StoreAdapter[] = [];
-    const open = (s: StoreSettings): StoreAdapter => {
+    let store: Store;
+    const opened: Store[] = [];
+    const open = (s: StoreSettings): Store => {
       const st = openStore(s);
       opened.push(st);
       return st;
     };
     /** A store on a database of its own, for the calls that span every client (due, lease, claims). */
-    const alone = async (): Promise<StoreAdapter> => open(await backend.fresh());
+    const alone = async (): Promise<Store> => open(await backend.fresh());
     before(async () => {
       if (skip !== false) return;
       store = open(await backend.fresh());

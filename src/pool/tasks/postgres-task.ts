@@ -1,8 +1,6 @@
 // The pool thread's task on PostgreSQL: pg only.
 import { PostgresStore } from '../../store/postgres/index.ts';
+import type { PostgresStoreSettings } from '../../store/settings.ts';
 import { storeTask } from './store-task.ts';
 
-export default storeTask((settings) => {
-  if (settings.postgresql === undefined) throw new Error('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
-  return new PostgresStore(settings.postgresql);
-});
+export default storeTask<PostgresStoreSettings>((settings) => new PostgresStore(settings.postgresql));

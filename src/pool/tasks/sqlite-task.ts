@@ -1,5 +1,6 @@
 // The pool thread's task on SQLite: better-sqlite3 only.
+import type { SqliteStoreSettings } from '../../store/settings.ts';
 import { SqliteStore } from '../../store/sqlite/index.ts';
 import { storeTask } from './store-task.ts';
 
-export default storeTask((settings) => new SqliteStore(settings.sqlitePath));
+export default storeTask<SqliteStoreSettings>((settings) => new SqliteStore(settings.sqlitePath));

@@ -4,71 +4,20 @@ import { setPriority } from 'node:os';
 import { workerData } from 'piscina';
 import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
-import { EncryptedStore } from '../../store/encrypted.ts';
 import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
-import type { StoreSettings } from '../../store/index.ts';
-import type { StoreAdapter } from '../../store/port.ts';
+import type { StoreSettings } from '../../store/settings.ts';
+import { ALL_STORE_METHODS, type Store } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
-import type { Task, TaskReply, TaskValue, WorkflowTask } from '../protocol.ts';
+import { EncryptedStore } from '../../store/wrappers/encrypted.ts';
+import { callOf } from '../../store/wrappers/passing.ts';
+import type { Task, TaskReply } from '../protocol.ts';
 
-async function run(s: StoreAdapter, task: Task): Promise<TaskValue[Task['kind']]> {
-  switch (task.kind) {
-    case 'load':
-      return s.load(task.tenant);
-    case 'revision':
-      return s.revision(task.tenant);
-    case 'revisions':
-      return s.revisions(task.tenants);
-    case 'tenantsSince':
-      return s.tenantsSince(task.cursor);
-    case 'writeMany':
-      return s.writeMany(task.writes);
-    case 'changes':
-      return s.changes(task.tenant, task.since, task.limit);
-    case 'appendAudit':
-      await s.appendAudit(task.rows);
-      return true;
-    case 'audit':
-      return s.audit(task.tenant, task.before, task.limit);
-    case 'pruneAudit':
-      return s.pruneAudit(task.before, task.limit);
-    case 'cursorSecret':
-      return (await s.cursorSecret()).toString('hex');
-    case 'ping':
-      await s.ping();
-      return true;
-    default:
-      return runWorkflow(s, task);
-  }
-}
+const METHODS: ReadonlySet<string> = new Set(ALL_STORE_METHODS);
 
-/** The workflow schedules' and runs' tasks. */
-async function runWorkflow(s: StoreAdapter, task: WorkflowTask): Promise<TaskValue[WorkflowTask['kind']]> {
-  switch (task.kind) {
-    case 'putSchedule':
-      await s.putSchedule(task.schedule, task.nowMs, task.audit);
-      return true;
-    case 'deleteSchedule':
-      return s.deleteSchedule(task.tenant, task.workflow, task.audit);
-    case 'schedules':
-      return s.schedules(task.tenant);
-    case 'runs':
-      return s.runs(task.tenant, task.workflow, task.before, task.limit);
-    case 'takeLease':
-      return s.takeLease(task.owner, task.nowMs, task.ttlMs);
-    case 'releaseLease':
-      await s.releaseLease(task.owner);
-      return true;
-    case 'dueSchedules':
-      return s.dueSchedules(task.nowMs, task.limit);
-    case 'runSchedule':
-      return s.runSchedule(task.due, task.nowMs, task.webhookId);
-    case 'claimDeliveries':
-      return s.claimDeliveries(task.nowMs, task.claimMs, task.limit);
-    case 'recordDelivery':
-      await s.recordDelivery(task.update);
-      return true;
-  }
+/** Runs a task: the store's method of the task's name, with its arguments. */
+function run(store: Store, task: Task): Promise<unknown> {
+  if (!METHODS.has(task.method)) throw new Error(`no store method ${String(task.method)}`);
+  return callOf(store, task.method, task.args);
 }
 
 /**
@@ -77,7 +26,7 @@ async function runWorkflow(s: StoreAdapter, task: WorkflowTask): Promise<TaskVal
  * the database's encryption mark is claimed and compared: a mismatch is a failure of every task,
  * so the worker's first call (its start-up) fails with that message.
  */
-async function openChecked(open: (settings: StoreSettings) => StoreAdapter, settings: StoreSettings): Promise<StoreAdapter> {
+async function openChecked<S extends StoreSettings>(open: (settings: S) => Store, settings: S): Promise<Store> {
   const adapter = open(settings);
   try {
     const cipher = settings.encryptionKey === undefined ? undefined : new FieldCipher(settings.encryptionKey);
@@ -94,9 +43,12 @@ async function openChecked(open: (settings: StoreSettings) => StoreAdapter, sett
 /** The nice value of a background store thread: it yields a contended CPU to the HTTP workers. */
 const BACKGROUND_NICE = 10;
 
-/** The task function of a pool thread whose store `open` opens. */
-export function storeTask(open: (settings: StoreSettings) => StoreAdapter): (task: Task) => Promise<TaskReply<Task['kind']>> {
-  let opening: Promise<StoreAdapter> | undefined;
+/**
+ * The task function of a pool thread whose store `open` opens. The pool picks the task file by
+ * the settings' type, so the thread's settings are `S`.
+ */
+export function storeTask<S extends StoreSettings>(open: (settings: S) => Store): (task: Task) => Promise<TaskReply> {
+  let opening: Promise<Store> | undefined;
   // On Linux a nice value is a thread's own (pid 0 is the calling thread): only this thread yields.
   if ((workerData as StoreSettings).background === true) {
     try {
@@ -108,13 +60,13 @@ export function storeTask(open: (settings: StoreSettings) => StoreAdapter): (tas
   return async (task) => {
     try {
       // A failed opening (the database down at start-up) is tried again by the next task.
-      opening ??= openChecked(open, workerData as StoreSettings).catch((err: unknown) => {
+      opening ??= openChecked(open, workerData as S).catch((err: unknown) => {
         opening = undefined;
         throw err;
       });
       return { ok: true, value: await run(await opening, task) };
     } catch (err) {
-      return { ok: false, error: toWire(storeFailure(err, task.kind)) };
+      return { ok: false, error: toWire(storeFailure(err, task.method)) };
     }
   };
 }

@@ -5,14 +5,14 @@ import { appError, toWire } from '../../errors/index.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { CreatedTenants, PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
+import type { AuditPosition, CreatedTenants, PendingWrite, Store, WriteOutcome, WriteSettled } from '../port.ts';
 import type { PostgresSettings } from '../settings.ts';
 import { storeFailure, transience } from '../transient.ts';
 import { MIGRATION_LOCK, SQL, type Statement } from './sql.ts';
 import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import type { AuditEntry, AuditOfWrite, AuditRecord } from '../../audit/record.ts';
-import { entryOf } from '../audit-rows.ts';
+import { AUDIT_TOP, entryOf } from '../audit-rows.ts';
 import { PLAINTEXT_MARK } from '../encryption-mark.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import { PostgresWorkflows } from './workflow.ts';
@@ -30,7 +30,7 @@ const run = async (db: Db, st: Statement, values: unknown[]): Promise<QueryResul
  * one committed: revisions are unique and gapless. Migrations run on first use, under an
  * advisory lock. Failures are thrown as catalogued errors (see `../transient.ts`).
  */
-export class PostgresStore implements StoreAdapter {
+export class PostgresStore implements Store {
   readonly #pool: pg.Pool;
   #ready: Promise<void> | undefined;
   readonly #workflow: PostgresWorkflows;
@@ -201,8 +201,9 @@ export class PostgresStore implements StoreAdapter {
     ]);
   }
 
-  async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
-    const rows = await this.#query('audit', SQL.auditPage, [tenant, before ?? Number.MAX_SAFE_INTEGER, limit]);
+  async audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]> {
+    const from = after ?? AUDIT_TOP;
+    const rows = await this.#query('audit', SQL.auditPage, [tenant, from.at, from.id, limit]);
     return rows.map(entryOf);
   }
 

@@ -87,7 +87,7 @@ export const SQL = {
   auditPage: s(
     'audit_page',
     `SELECT id, client_hash, at, action, resource, status, revision, credential, request_id, ip FROM audit
-     WHERE client_hash = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+     WHERE client_hash = $1 AND (at, id) < ($2, $3) ORDER BY at DESC, id DESC LIMIT $4`,
   ),
   pruneAudit: s('prune_audit', 'DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < $1 ORDER BY at LIMIT $2)'),
   /** Records the mark unless one is there; a database with clients and no mark is plaintext. */

@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3';
 import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import { entryOf } from '../audit-rows.ts';
+import { AUDIT_TOP, entryOf } from '../audit-rows.ts';
+import type { AuditPosition } from '../port.ts';
 import { PLAINTEXT_MARK } from '../encryption-mark.ts';
 
 type Row = Record<string, unknown>;
@@ -18,7 +19,7 @@ export function auditStatements(db: Database.Database, retain: (s: Database.Stat
     )),
     page: retain(db.prepare(
       `SELECT id, client_hash, at, action, resource, status, revision, credential, request_id, ip FROM audit
-       WHERE client_hash = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+       WHERE client_hash = ? AND (at, id) < (?, ?) ORDER BY at DESC, id DESC LIMIT ?`,
     )),
     prune: retain(db.prepare('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)')),
     mark: retain(db.prepare(`SELECT value FROM meta WHERE key = 'encryption'`)),
@@ -30,8 +31,9 @@ export function auditStatements(db: Database.Database, retain: (s: Database.Stat
     insert(r: AuditRecord): void {
       st.insert.run({ ...r, revision: r.revision ?? null });
     },
-    page(tenant: TenantId, before: number | undefined, limit: number): AuditEntry[] {
-      const rows = st.page.all(tenant, before ?? Number.MAX_SAFE_INTEGER, limit) as Row[];
+    page(tenant: TenantId, after: AuditPosition | undefined, limit: number): AuditEntry[] {
+      const from = after ?? AUDIT_TOP;
+      const rows = st.page.all(tenant, from.at, from.id, limit) as Row[];
       return rows.map(entryOf);
     },
     prune(before: string, limit: number): number {

@@ -6,7 +6,7 @@ import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
 import { toWire } from '../../errors/index.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { CreatedTenants, PendingWrite, StoreAdapter, WriteOutcome, WriteSettled } from '../port.ts';
+import type { AuditPosition, CreatedTenants, PendingWrite, Store, WriteOutcome, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { isSqliteBusy, storeFailure } from '../transient.ts';
@@ -36,7 +36,7 @@ function lasting(db: Database.Database, sql: string): Database.Statement {
  * write survives a crash of the process and of the machine. better-sqlite3 is synchronous: the
  * async methods of the port do their work before they return (a pool thread runs them).
  */
-export class SqliteStore implements StoreAdapter {
+export class SqliteStore implements Store {
   readonly #db: Database.Database;
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
@@ -119,8 +119,8 @@ export class SqliteStore implements StoreAdapter {
     if (rows.length === 0) return;
     this.#appendAudit(rows);
   }
-  async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
-    return whenFree(() => this.#audit.page(tenant, before, limit));
+  async audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]> {
+    return whenFree(() => this.#audit.page(tenant, after, limit));
   }
   async pruneAudit(before: string, limit: number): Promise<number> {
     return whenFree(() => this.#audit.prune(before, limit));

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { CircuitOpenError } from '../../../src/store/resilient.ts';
+import { CircuitOpenError } from '../../../src/store/wrappers/resilient.ts';
 import { AppError, appError, ERRORS, fromWire, isErrorCode, STATUS_TEXT, toWire, type ErrorCode } from '../../../src/errors/index.ts';
 
 const SRC = fileURLToPath(new URL('../../../src', import.meta.url));

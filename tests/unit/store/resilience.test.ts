@@ -2,11 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { WriteOutcome } from '../../../src/authz/changes.ts';
 import { AppError } from '../../../src/errors/index.ts';
-import { CircuitBreaker, type BreakerState } from '../../../src/store/breaker.ts';
-import type { BatchStore, PendingWrite, WriteSettled } from '../../../src/store/port.ts';
+import { CircuitBreaker, type BreakerState } from '../../../src/store/wrappers/breaker.ts';
+import type { Store, PendingWrite, WriteSettled } from '../../../src/store/port.ts';
 import { toWire } from '../../../src/errors/index.ts';
-import { CircuitOpenError, ResilientStore } from '../../../src/store/resilient.ts';
-import { backoffMs, withRetry } from '../../../src/store/retry.ts';
+import { CircuitOpenError, ResilientStore } from '../../../src/store/wrappers/resilient.ts';
+import { backoffMs, withRetry } from '../../../src/store/wrappers/retry.ts';
 import { tenantId } from '../../helpers/tenants.ts';
 
 const T = tenantId('t');
@@ -75,7 +75,7 @@ test('the breaker opens after the threshold, refuses during the cool-down, then 
 });
 
 /** A store whose calls fail while `failing` is set, counting the calls that reached it. */
-function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () => AppError }; calls: { n: number } } {
+function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppError }; calls: { n: number } } {
   const failing = { on: false, error: down };
   const calls = { n: 0 };
   const hit = async <T>(v: T): Promise<T> => {
@@ -84,7 +84,7 @@ function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () =>
     return v;
   };
   const committed: WriteOutcome = { ok: true, revision: 1, change: { op: 'role.create', role: 'r', description: '' } } as unknown as WriteOutcome;
-  const store: BatchStore = {
+  const store: Store = {
     load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
     revision: () => hit(0),
     revisions: () => hit([]),
@@ -96,6 +96,7 @@ function flakyStore(): { store: BatchStore; failing: { on: boolean; error: () =>
     pruneAudit: () => hit(0),
     cursorSecret: () => hit(Buffer.alloc(32)),
     ping: () => hit(undefined),
+    claimEncryption: (mark) => hit(mark),
     close: async () => undefined,
     putSchedule: () => hit(undefined),
     deleteSchedule: () => hit(true),
@@ -160,11 +161,11 @@ test('ResilientStore: workflow calls are retried when nothing committed, never w
 });
 
 /** A batch store whose writes settle as `plan` says, call by call: each call takes the next plan. */
-function scriptedBatches(plans: Array<(w: PendingWrite) => WriteSettled>): { store: BatchStore; seen: string[][] } {
+function scriptedBatches(plans: Array<(w: PendingWrite) => WriteSettled>): { store: Store; seen: string[][] } {
   const seen: string[][] = [];
   const base = flakyStore().store;
   let call = 0;
-  const store: BatchStore = {
+  const store: Store = {
     ...base,
     writeMany: async (ws) => {
       seen.push(ws.map((w) => w.change.role));

@@ -48,10 +48,10 @@ test('storeFailure catalogues without leaking hosts or driver codes', () => {
 });
 
 test('a process shares AUTH_POSTGRESQL_POOL_MAX among its pool threads', () => {
-  const pg = (poolMax: number): StoreSettings => ({ type: 'postgresql', sqlitePath: '', postgresql: { url: 'postgresql://h/db', poolMax, connectTimeoutMs: 1, statementTimeoutMs: 1 } });
+  const pg = (poolMax: number): StoreSettings => ({ type: 'postgresql', postgresql: { url: 'postgresql://h/db', poolMax, connectTimeoutMs: 1, statementTimeoutMs: 1 } });
   const plan = (poolMax: number, threads: number): number[] => {
     const p = planThreads(pg(poolMax), threads);
-    return [p.threads, p.settings.postgresql?.poolMax ?? -1, p.concurrency];
+    return [p.threads, p.settings.type === 'postgresql' ? p.settings.postgresql.poolMax : -1, p.concurrency];
   };
   assert.deepEqual(plan(10, 2), [2, 5, 5]);
   assert.deepEqual(plan(3, 2), [2, 1, 1]);

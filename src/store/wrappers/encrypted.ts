@@ -1,10 +1,11 @@
-import type { AuditEntry, AuditRecord } from '../audit/record.ts';
-import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
-import type { TenantId } from '../authz/tenant.ts';
-import { refusalFor, refused, type RefusalCode } from '../authz/write-rules.ts';
-import type { FieldCipher } from '../crypto/field-cipher.ts';
-import type { CreatedTenants, PendingWrite, StoreAdapter, WriteSettled } from './port.ts';
-import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
+import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
+import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../../authz/changes.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { refusalFor, refused, type RefusalCode } from '../../authz/write-rules.ts';
+import type { FieldCipher } from '../../crypto/field-cipher.ts';
+import type { AuditStore, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
+import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
+import { callOf, PassingStore } from './passing.ts';
 
 /**
  * Field encryption around an adapter (CONTRACT.md §8), run inside a pool thread: names,
@@ -12,20 +13,22 @@ import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry,
  * before the adapter sees them and decrypted as they come back, so the database (tables,
  * changelog, audit, workflow schedules and runs) never holds one in plaintext. The
  * cipher is deterministic, so the adapter's equality look-ups and uniqueness still hold. Lists
- * are sorted after hydration (the graph sorts), never by the database.
+ * are sorted after hydration (the graph sorts), never by the database. Only the methods that
+ * carry names are written here; every other call passes on untouched.
  */
-export class EncryptedStore implements StoreAdapter {
-  readonly #inner: StoreAdapter;
+export class EncryptedStore extends PassingStore implements Store {
+  readonly #inner: Store;
   readonly #cipher: FieldCipher;
   /** Names written lately, encrypted: a write names a role or user written before more often than not. */
   #sealed = new Map<string, string>();
 
-  constructor(inner: StoreAdapter, cipher: FieldCipher) {
+  constructor(inner: Store, cipher: FieldCipher) {
+    super();
     this.#inner = inner;
     this.#cipher = cipher;
   }
 
-  async load(tenant: TenantId): Promise<Snapshot> {
+  override async load(tenant: TenantId): Promise<Snapshot> {
     const s = await this.#inner.load(tenant);
     // A name recurs in every edge it is on (a user in each of its memberships): decrypt each once.
     const seen = new Map<string, string>();
@@ -42,7 +45,7 @@ export class EncryptedStore implements StoreAdapter {
     };
   }
 
-  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+  override async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     const e = (text: string): string => this.#seal(text);
     const sealed = writes.map((w): PendingWrite => {
       const change = mapNames(w.change, e);
@@ -52,20 +55,20 @@ export class EncryptedStore implements StoreAdapter {
     return settled.map((s, i) => (s.ok ? { ok: true, value: plainOutcome(s.value, (writes[i] as PendingWrite).change) } : s));
   }
 
-  async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
+  override async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     const d = (text: string): string => this.#cipher.decrypt(text);
     return (await this.#inner.changes(tenant, since, limit)).map((r) => ({ ...r, change: mapNames(r.change, d) }));
   }
 
-  appendAudit(rows: readonly AuditRecord[]): Promise<void> {
+  override appendAudit(rows: readonly AuditRecord[]): Promise<void> {
     return this.#inner.appendAudit(rows.map((r) => this.#sealAudit(r)));
   }
 
-  async audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
-    return (await this.#inner.audit(tenant, before, limit)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
+  override async audit(...args: Parameters<AuditStore['audit']>): Promise<AuditEntry[]> {
+    return (await this.#inner.audit(...args)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
   }
 
-  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+  override putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
     const e = (text: string): string => this.#cipher.encrypt(text);
     const sealed: ScheduleInput = {
       ...schedule,
@@ -76,29 +79,29 @@ export class EncryptedStore implements StoreAdapter {
     return this.#inner.putSchedule(sealed, nowMs, this.#sealAudit(audit));
   }
 
-  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+  override deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
     return this.#inner.deleteSchedule(tenant, this.#seal(workflow), this.#sealAudit(audit));
   }
 
-  async schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+  override async schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
     const d = (text: string): string => this.#cipher.decrypt(text);
     return (await this.#inner.schedules(tenant)).map((s) => ({ ...s, workflow: d(s.workflow), webhookUrl: s.webhookUrl === null ? null : d(s.webhookUrl) }));
   }
 
-  async runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+  override async runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
     return (await this.#inner.runs(tenant, this.#seal(workflow), before, limit))?.map((r) => this.#openRun(r));
   }
 
-  async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+  override async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
     return (await this.#inner.dueSchedules(nowMs, limit)).map((d) => ({ ...d, workflow: this.#cipher.decrypt(d.workflow) }));
   }
 
-  async runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+  override async runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
     const made = await this.#inner.runSchedule({ ...due, workflow: this.#seal(due.workflow) }, nowMs, webhookId);
     return made === undefined ? undefined : this.#openRun(made);
   }
 
-  async claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+  override async claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
     const d = (text: string): string => this.#cipher.decrypt(text);
     return (await this.#inner.claimDeliveries(nowMs, claimMs, limit)).map((j) => ({
       ...j,
@@ -128,37 +131,11 @@ export class EncryptedStore implements StoreAdapter {
     return stored;
   }
 
-  revision(tenant: TenantId): Promise<number> {
-    return this.#inner.revision(tenant);
+  /** Tenant ids, revisions, leases, delivery outcomes, the meta calls: nothing to seal, passed on as they are. */
+  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
+    return callOf(this.#inner, method, args);
   }
-  revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
-    return this.#inner.revisions(tenants);
-  }
-  /** Tenant ids are hashes, never names: nothing to seal. */
-  tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
-    return this.#inner.tenantsSince(cursor);
-  }
-  pruneAudit(before: string, limit: number): Promise<number> {
-    return this.#inner.pruneAudit(before, limit);
-  }
-  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
-    return this.#inner.takeLease(owner, nowMs, ttlMs);
-  }
-  releaseLease(owner: string): Promise<void> {
-    return this.#inner.releaseLease(owner);
-  }
-  recordDelivery(update: DeliveryUpdate): Promise<void> {
-    return this.#inner.recordDelivery(update);
-  }
-  claimEncryption(mark: string): Promise<string> {
-    return this.#inner.claimEncryption(mark);
-  }
-  cursorSecret(): Promise<Buffer> {
-    return this.#inner.cursorSecret();
-  }
-  ping(): Promise<void> {
-    return this.#inner.ping();
-  }
+
   close(): Promise<void> {
     return this.#inner.close();
   }

@@ -12,7 +12,13 @@ export interface RetryPolicy {
   readonly maxMs: number;
 }
 
+/** The backoff of every store retry: 50 ms doubling up to 1 s. */
 const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseMs: 50, maxMs: 1000 };
+
+/** The store's retry policy with `attempts` in all (AUTH_DB_RETRY_ATTEMPTS), its backoff the one above. */
+export function retryPolicy(attempts: number): RetryPolicy {
+  return { ...DEFAULT_RETRY, attempts };
+}
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,11 +1,8 @@
-import type { AuditEntry, AuditRecord } from '../audit/record.ts';
-import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
-import { AppError, errorMessage, fromWire } from '../errors/index.ts';
+import { AppError, errorMessage, fromWire } from '../../errors/index.ts';
+import type { PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import type { TenantId } from '../authz/tenant.ts';
-import type { BatchStore, CreatedTenants, PendingWrite, WriteSettled } from './port.ts';
+import { callOf, PassingStore } from './passing.ts';
 import { backoffMs, sleep, withRetry, type RetryPolicy } from './retry.ts';
-import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /**
  * The database did not answer. Adapters report ERR_STORE_UNAVAILABLE only when the transaction
@@ -37,14 +34,15 @@ export class CircuitOpenError extends AppError {
  * at once with 503, so requests for uncached tenants and writes do not queue behind a dead
  * database; cached tenants are answered from memory without coming here.
  */
-export class ResilientStore implements BatchStore {
-  readonly #inner: BatchStore;
+export class ResilientStore extends PassingStore implements Store {
+  readonly #inner: Store;
   readonly #breaker: CircuitBreaker;
   readonly #retry: RetryPolicy;
   readonly #onRetry: () => void;
 
   /** `onRetry`: told each time a call is tried again (the metrics count it). */
-  constructor(inner: BatchStore, breaker: CircuitBreaker, retry: RetryPolicy, onRetry: () => void = () => undefined) {
+  constructor(inner: Store, breaker: CircuitBreaker, retry: RetryPolicy, onRetry: () => void = () => undefined) {
+    super();
     this.#inner = inner;
     this.#breaker = breaker;
     this.#retry = retry;
@@ -57,7 +55,10 @@ export class ResilientStore implements BatchStore {
     return state === 'open' ? 2 : state === 'closed' ? 0 : 1;
   }
 
-  /** Whether the circuit lets calls through right now (for /ready). */
+  /**
+   * Whether the circuit is open: true while calls are refused at once without asking the
+   * database (then /ready reports the database missing), false while closed or half-open.
+   */
   get open(): boolean {
     return this.#breaker.state === 'open';
   }
@@ -79,24 +80,12 @@ export class ResilientStore implements BatchStore {
     return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open', this.#onRetry);
   }
 
-  load(tenant: TenantId): Promise<Snapshot> {
-    return this.#call(() => this.#inner.load(tenant));
-  }
-  revision(tenant: TenantId): Promise<number> {
-    return this.#call(() => this.#inner.revision(tenant));
-  }
-  revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
-    return this.#call(() => this.#inner.revisions(tenants));
-  }
-  tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
-    return this.#call(() => this.#inner.tenantsSince(cursor));
-  }
   /**
    * A batch of writes through the breaker. A batch that failed before committing is tried again
    * whole; a write of it that failed before committing while the others went in is tried again
    * with the other such writes, in the order given; each at most the policy's attempts.
    */
-  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+  override async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     const results: Array<WriteSettled | undefined> = writes.map(() => undefined);
     let pending = writes.map((_, i) => i);
     for (let attempt = 1; pending.length > 0; attempt++) {
@@ -143,57 +132,16 @@ export class ResilientStore implements BatchStore {
     return settled;
   }
 
-  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
-    return this.#call(() => this.#inner.changes(tenant, since, limit));
+  /**
+   * Every call but a batch of writes: through the breaker, retried as the policy says. A retry
+   * follows only a failure that says nothing committed (ERR_STORE_UNAVAILABLE, a conflict),
+   * never ERR_STORE_COMMIT_UNKNOWN; a workflow run or claim repeated after such a failure finds
+   * the schedule or delivery as it was.
+   */
+  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
+    return this.#call(() => callOf(this.#inner, method, args));
   }
-  appendAudit(rows: readonly AuditRecord[]): Promise<void> {
-    return this.#call(() => this.#inner.appendAudit(rows));
-  }
-  audit(tenant: TenantId, before: number | undefined, limit: number): Promise<AuditEntry[]> {
-    return this.#call(() => this.#inner.audit(tenant, before, limit));
-  }
-  pruneAudit(before: string, limit: number): Promise<number> {
-    return this.#call(() => this.#inner.pruneAudit(before, limit));
-  }
-  // The workflow calls take the same path as the others: a retry follows only a failure that
-  // says nothing committed (ERR_STORE_UNAVAILABLE, a conflict), never ERR_STORE_COMMIT_UNKNOWN.
-  // A run or claim repeated after such a failure finds the schedule or delivery as it was.
-  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
-    return this.#call(() => this.#inner.putSchedule(schedule, nowMs, audit));
-  }
-  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
-    return this.#call(() => this.#inner.deleteSchedule(tenant, workflow, audit));
-  }
-  schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
-    return this.#call(() => this.#inner.schedules(tenant));
-  }
-  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
-    return this.#call(() => this.#inner.runs(tenant, workflow, before, limit));
-  }
-  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
-    return this.#call(() => this.#inner.takeLease(owner, nowMs, ttlMs));
-  }
-  releaseLease(owner: string): Promise<void> {
-    return this.#call(() => this.#inner.releaseLease(owner));
-  }
-  dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
-    return this.#call(() => this.#inner.dueSchedules(nowMs, limit));
-  }
-  runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
-    return this.#call(() => this.#inner.runSchedule(due, nowMs, webhookId));
-  }
-  claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
-    return this.#call(() => this.#inner.claimDeliveries(nowMs, claimMs, limit));
-  }
-  recordDelivery(update: DeliveryUpdate): Promise<void> {
-    return this.#call(() => this.#inner.recordDelivery(update));
-  }
-  cursorSecret(): Promise<Buffer> {
-    return this.#call(() => this.#inner.cursorSecret());
-  }
-  ping(): Promise<void> {
-    return this.#call(() => this.#inner.ping());
-  }
+
   close(): Promise<void> {
     return this.#inner.close();
   }
