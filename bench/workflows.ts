@@ -28,7 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TenantId } from '../src/authz/tenant.ts';
 import { RbacClient } from '../src/client/index.ts';
-import { tenantOfKey } from '../src/http/credentials.ts';
+import { tenantOfKey } from '../src/http/input/credentials.ts';
 import { loadConfig, type BenchConfig } from './config.ts';
 import { generate, type Dataset } from './dataset.ts';
 import { describe } from './gateways.ts';

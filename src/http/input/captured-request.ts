@@ -1,4 +1,4 @@
-import type { EngineRequest } from './engine/port.ts';
+import type { EngineRequest } from '../engine/port.ts';
 
 /**
  * The headers and query keys the /api handlers read. A request answered after an await (a token

@@ -1,8 +1,8 @@
-import type { EngineRequest as HttpRequest, EngineResponse as HttpResponse } from './engine/port.ts';
+import type { EngineRequest as HttpRequest, EngineResponse as HttpResponse } from '../engine/port.ts';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { NAME_RULE } from '../authz/names.ts';
-import { appError, type AppError } from '../errors/index.ts';
-import { bodies, type BodySchemaName } from './schemas/index.ts';
+import { NAME_RULE } from '../../authz/names.ts';
+import { appError, type AppError } from '../../errors/index.ts';
+import { bodies, type BodySchemaName } from '../api/schemas.ts';
 
 /** A read body: its validated JSON value (undefined when empty), or the error to answer with. */
 export type BodyResult = { readonly value: unknown; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean };

@@ -1,8 +1,8 @@
-import { metadataDocument, metadataPath, WELL_KNOWN } from '../authzen/metadata.ts';
-import { appError } from '../errors/index.ts';
-import type { EngineRequest, EngineResponse } from './engine/port.ts';
-import { send, writeCorsHeaders } from './reply.ts';
-import type { Responder } from './responder.ts';
+import { metadataDocument, metadataPath, WELL_KNOWN } from '../../authzen/metadata.ts';
+import { appError } from '../../errors/index.ts';
+import type { EngineRequest, EngineResponse } from '../engine/port.ts';
+import { send, writeCorsHeaders } from '../reply/reply.ts';
+import type { Responder } from '../reply/responder.ts';
 import type { RouteTable } from './route-table.ts';
 
 const CACHE: ReadonlyArray<readonly [string, string]> = [['Cache-Control', 'public, max-age=300']];

@@ -1,6 +1,6 @@
-import type { AuditDraft, AuditRecord } from '../audit/record.ts';
-import type { TenantId } from '../authz/tenant.ts';
-import { timestamp } from '../time/index.ts';
+import type { AuditDraft, AuditRecord } from '../../audit/record.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { timestamp } from '../../time/index.ts';
 
 /** Where rows recorded after their answer go (the worker's audit trail, batched). */
 export interface AuditSink {

@@ -1,6 +1,7 @@
 import * as nodeCrypto from 'node:crypto';
-import type { TenantId } from '../authz/tenant.ts';
-import type { TokenAuthority } from '../crypto/tokens.ts';
+import { LRUCache } from 'lru-cache';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { TokenAuthority } from '../../crypto/tokens.ts';
 
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 /** Three base64url parts: the shape of a compact JWS (jose judges the rest). */
@@ -28,12 +29,13 @@ export interface Principal {
 
 /**
  * Turns an `Authorization` header into a {@link Principal}. Answers are remembered per header
- * value (a bounded map, a token's entry expiring with it), so a repeated key or token costs one
- * Map look-up instead of a hash or a signature check. Raw keys and tokens live only in this
+ * value (least recently used first out past {@link MAX_REMEMBERED}, a token's entry expiring with
+ * it), so a repeated key or token costs one look-up instead of a hash or a signature check, and a
+ * key in steady use stays remembered however many others pass. Raw keys and tokens live only in this
  * process's memory; they are never stored, logged or echoed.
  */
 export class Credentials {
-  #known = new Map<string, Principal>();
+  readonly #known = new LRUCache<string, Principal>({ max: MAX_REMEMBERED });
   readonly #tokens: TokenAuthority | undefined;
   readonly #mayExist: (tenant: TenantId) => boolean;
 
@@ -80,7 +82,6 @@ export class Credentials {
   }
 
   #remember(header: string, principal: Principal): Principal {
-    if (this.#known.size >= MAX_REMEMBERED) this.#known = new Map();
     this.#known.set(header, principal);
     return principal;
   }

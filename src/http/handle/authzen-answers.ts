@@ -1,14 +1,14 @@
 import stableStringify from 'fast-json-stable-stringify';
-import type { TenantGraph } from '../authz/graph.ts';
-import { pageAfter } from '../authz/page.ts';
-import type { TenantId } from '../authz/tenant.ts';
-import type { Pdp } from '../authzen/decide.ts';
-import { parseRequest, type EvaluationRequest, type EvaluationsRequest, type SearchRequest } from '../authzen/requests.ts';
-import { searchActions, searchResources, searchSubjects } from '../authzen/search.ts';
-import { AppError, appError } from '../errors/index.ts';
-import type { RequestMetrics } from '../metrics/requests.ts';
-import type { Cursors } from './cursor.ts';
-import type { AuthzenRoute } from './routes/authzen.ts';
+import type { TenantGraph } from '../../authz/graph.ts';
+import { pageAfter } from '../../authz/page.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { Pdp } from '../../authzen/decide.ts';
+import { parseRequest, type EvaluationRequest, type EvaluationsRequest, type SearchRequest } from '../../authzen/requests.ts';
+import { searchActions, searchResources, searchSubjects } from '../../authzen/search.ts';
+import { AppError, appError } from '../../errors/index.ts';
+import type { RequestMetrics } from '../../metrics/requests.ts';
+import type { Cursors } from '../input/cursor.ts';
+import type { AuthzenRoute } from '../api/authzen-routes.ts';
 
 /** A search page holds at most this many results, whatever the limit (CONTRACT.md §11.6). */
 const MAX_PAGE = 1000;

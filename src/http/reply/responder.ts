@@ -1,8 +1,8 @@
-import type { TenantId } from '../authz/tenant.ts';
-import { appError, type AppError } from '../errors/index.ts';
-import type { Logger } from '../log/index.ts';
-import type { AuditedRequest } from './audited.ts';
-import type { EngineRequest, EngineResponse } from './engine/port.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { appError, type AppError } from '../../errors/index.ts';
+import type { Logger } from '../../log/index.ts';
+import type { AuditedRequest } from '../handle/audited.ts';
+import type { EngineRequest, EngineResponse } from '../engine/port.ts';
 import { corked, errorBody, errorHeaders, requestIdOf, send, type CorsPolicy, type ReplyTarget } from './reply.ts';
 
 /**
@@ -17,7 +17,7 @@ export interface RequestTarget extends ReplyTarget {
   aborted: boolean;
   /** Set when the request is audited (its row is recorded with the reply's status). */
   audit: AuditedRequest | undefined;
-  /** Its metrics series (http/series.ts), or -1 when it is not counted (outside /api). */
+  /** Its metrics series (http/api/series.ts), or -1 when it is not counted (outside /api). */
   readonly series: number;
   /** When the handler took it (performance.now()), for its duration. */
   readonly startedAt: number;

@@ -1,6 +1,6 @@
-import type { RequestSeries } from '../metrics/requests.ts';
-import { AUTHZEN_CONFIGURATION_ID, AUTHZEN_ROUTES, type AuthzenRoute } from './routes/authzen.ts';
-import { ROUTES } from './routes/index.ts';
+import type { RequestSeries } from '../../metrics/requests.ts';
+import { AUTHZEN_CONFIGURATION_ID, AUTHZEN_ROUTES, type AuthzenRoute } from './authzen-routes.ts';
+import { ROUTES } from './routes.ts';
 
 /** Methods of requests that match no route (404) or not its method (405), labelled route `unknown`. */
 const UNKNOWN_METHODS = ['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS', 'PUT', 'PATCH'] as const;

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { EngineResponse as HttpResponse } from './engine/port.ts';
-import { STATUS_TEXT, type AppError } from '../errors/index.ts';
-import { timestamp } from '../time/index.ts';
-import { NO_REQUEST_METRICS, type RequestMetrics } from '../metrics/requests.ts';
-import { logAccess } from '../log/access.ts';
+import type { EngineResponse as HttpResponse } from '../engine/port.ts';
+import { STATUS_TEXT, type AppError } from '../../errors/index.ts';
+import { timestamp } from '../../time/index.ts';
+import { NO_REQUEST_METRICS, type RequestMetrics } from '../../metrics/requests.ts';
+import { logAccess } from '../../log/access.ts';
+
+export { errorBody } from '../engine/wire.ts';
 
 /** What every reply needs to know about its request, read before the engine's request object dies. */
 export interface ReplyTarget {
@@ -135,10 +137,6 @@ export function successTail(nextCursor: string | undefined): string {
     : `,"next_cursor":${JSON.stringify(nextCursor)},"timestamp":"${timestamp()}"}`;
 }
 
-export function errorBody(status: number, detail: string): string {
-  const message = STATUS_TEXT[status] ?? 'Error';
-  return `{"success":false,"code":${status},"message":"${message}","error":${JSON.stringify(detail)},"timestamp":"${timestamp()}"}`;
-}
 
 /** Extra headers some errors carry. */
 export function errorHeaders(err: AppError): ReadonlyArray<readonly [string, string]> | undefined {

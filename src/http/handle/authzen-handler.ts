@@ -1,20 +1,20 @@
-import type { TenantGraph } from '../authz/graph.ts';
-import { jsonObjectOf } from '../authzen/requests.ts';
-import type { TenantCache } from '../cache/index.ts';
-import { AppError } from '../errors/index.ts';
-import type { RequestMetrics } from '../metrics/requests.ts';
+import type { TenantGraph } from '../../authz/graph.ts';
+import { jsonObjectOf } from '../../authzen/requests.ts';
+import type { TenantCache } from '../../cache/index.ts';
+import { AppError } from '../../errors/index.ts';
+import type { RequestMetrics } from '../../metrics/requests.ts';
 import { AuditedRequest, type AuditSink } from './audited.ts';
 import type { AuthzenAnswers } from './authzen-answers.ts';
-import { collectBody, type Collected } from './body.ts';
-import { CapturedRequest } from './captured-request.ts';
-import type { Credentials, Principal } from './credentials.ts';
-import type { Drain } from './drain.ts';
-import { peerAddress } from './engine/peer-address.ts';
-import type { EngineRequest, EngineResponse, Handler } from './engine/port.ts';
-import { parseQuery } from './query.ts';
-import { corked, send } from './reply.ts';
-import type { Responder, TenantTarget } from './responder.ts';
-import type { AuthzenRoute } from './routes/authzen.ts';
+import { collectBody, type Collected } from '../input/body.ts';
+import { CapturedRequest } from '../input/captured-request.ts';
+import type { Credentials, Principal } from '../input/credentials.ts';
+import type { Drain } from '../reply/drain.ts';
+import { peerAddress } from '../engine/peer-address.ts';
+import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
+import { parseQuery } from '../input/query.ts';
+import { corked, send } from '../reply/reply.ts';
+import type { Responder, TenantTarget } from '../reply/responder.ts';
+import type { AuthzenRoute } from '../api/authzen-routes.ts';
 import type { SlowPath } from './slow-path.ts';
 
 export interface AuthzenParts {

@@ -1,12 +1,12 @@
 import type { TenantGraph } from '../../authz/graph.ts';
-import type { ListRoute, ReadRoute, WorkflowRoute } from './index.ts';
+import type { ListRoute, ReadRoute, WorkflowRoute } from './route-types.ts';
 
 const first = (p: readonly string[]): string => p[0] as string;
 
 /**
  * The workflow routes (CONTRACT.md §5): a workflow is a permission name. The two reads are
  * answered from the tenant graph like the other reads; schedules and runs live in the database
- * and are answered by the slow path (http/workflow-answers.ts).
+ * and are answered by the slow path (http/handle/workflow-answers.ts).
  */
 export const WORKFLOW_ROUTES: ReadonlyArray<ListRoute | ReadRoute | WorkflowRoute> = [
   {

@@ -1,4 +1,4 @@
-import type { EngineResponse, Handler, Listener } from './engine/port.ts';
+import type { EngineResponse, Handler, Listener } from '../engine/port.ts';
 import { closeConnectionsAfterReply } from './reply.ts';
 
 /** On shutdown, connections close after this long without a new request (and none in flight). */

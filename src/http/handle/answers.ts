@@ -1,18 +1,18 @@
 import fastJson from 'fast-json-stringify';
-import type { ChangeRecord, WriteCommitted } from '../authz/changes.ts';
-import type { TenantGraph } from '../authz/graph.ts';
-import { pageAfter } from '../authz/page.ts';
-import { timestamp } from '../time/index.ts';
-import type { Cursors } from './cursor.ts';
-import type { Query } from './query.ts';
-import { send, successPrefix, successTail, type CorsPolicy } from './reply.ts';
-import type { TenantTarget } from './responder.ts';
-import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from './routes/index.ts';
-import type { AuditEntry } from '../audit/record.ts';
-import type { IssuedToken } from '../crypto/tokens.ts';
-import type { RequestMetrics } from '../metrics/requests.ts';
-import { data as dataSchemas, type DataSchemaName } from './schemas/index.ts';
-import type { TenantId } from '../authz/tenant.ts';
+import type { ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
+import type { TenantGraph } from '../../authz/graph.ts';
+import { pageAfter } from '../../authz/page.ts';
+import { timestamp } from '../../time/index.ts';
+import type { Cursors } from '../input/cursor.ts';
+import type { Query } from '../input/query.ts';
+import { send, successPrefix, successTail, type CorsPolicy } from '../reply/reply.ts';
+import type { TenantTarget } from '../reply/responder.ts';
+import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
+import type { AuditEntry } from '../../audit/record.ts';
+import type { IssuedToken } from '../../crypto/tokens.ts';
+import type { RequestMetrics } from '../../metrics/requests.ts';
+import { data as dataSchemas, type DataSchemaName } from '../api/schemas.ts';
+import type { TenantId } from '../../authz/tenant.ts';
 
 /** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
 const MAX_CHANGES = 10_000;
@@ -62,7 +62,7 @@ export class Answers {
       text = (allowed ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
     } else if (route.kind === 'list') {
       text = this.#listPage(t, route, g, p, query.limit, query.cursor);
-    } else if (route.kind === 'read') {
+    } else if (route.kind === 'read' && route.run !== undefined) {
       const data = route.run(g, p, body);
       this.#countDecisions(route.id, data);
       text = successPrefix(route.status, route.message) + this.#serialize[route.data](data) + successTail(undefined);

@@ -1,13 +1,13 @@
-import { BUILD } from '../config/build.ts';
-import { timestamp } from '../time/index.ts';
-import type { Backend } from './backend.ts';
-import type { Drain } from './drain.ts';
-import type { EngineName, EngineRequest, EngineResponse, Handler } from './engine/port.ts';
-import { buildOpenApi } from './openapi.ts';
-import { corked, send, writeCorsHeaders } from './reply.ts';
-import type { Responder } from './responder.ts';
+import { BUILD } from '../../config/build.ts';
+import { timestamp } from '../../time/index.ts';
+import type { Backend } from '../backend.ts';
+import type { Drain } from '../reply/drain.ts';
+import type { EngineName, EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
+import { buildOpenApi } from '../api/openapi.ts';
+import { corked, send, writeCorsHeaders } from '../reply/reply.ts';
+import type { Responder } from '../reply/responder.ts';
 import type { RouteTable } from './route-table.ts';
-import { ROUTES } from './routes/index.ts';
+import { ROUTES } from '../api/routes.ts';
 
 /** The unauthenticated routes: liveness (/ping, /health), readiness, the build and the API's description. */
 export function registerPlainRoutes(routes: RouteTable, responder: Responder, backend: Backend, engine: EngineName, drain: Drain): void {

@@ -1,9 +1,9 @@
-import { appError } from '../errors/index.ts';
-import type { Drain } from './drain.ts';
-import type { EngineApp, EngineRequest, EngineResponse, Handler, Method } from './engine/port.ts';
-import { CORS_ALLOW_HEADERS, errorBody, send } from './reply.ts';
-import type { Responder } from './responder.ts';
-import { unknownSeries } from './series.ts';
+import { appError } from '../../errors/index.ts';
+import type { Drain } from '../reply/drain.ts';
+import type { EngineApp, EngineRequest, EngineResponse, Handler, Method } from '../engine/port.ts';
+import { CORS_ALLOW_HEADERS, errorBody, send } from '../reply/reply.ts';
+import type { Responder } from '../reply/responder.ts';
+import { unknownSeries } from '../api/series.ts';
 
 /** The metrics series of a request no route takes: `unknown` under /api, else not counted. */
 const apiSeries = (req: EngineRequest): number => {

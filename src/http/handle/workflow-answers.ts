@@ -1,12 +1,12 @@
-import type { TenantId } from '../authz/tenant.ts';
-import { appError } from '../errors/index.ts';
-import { pageAfter } from '../authz/page.ts';
-import type { RunEntry, ScheduleEntry } from '../workflow/records.ts';
-import type { WorkflowBackend } from './backend.ts';
-import type { Cursors } from './cursor.ts';
-import type { Query } from './query.ts';
-import type { WorkflowRoute } from './routes/index.ts';
-import type { TenantTarget } from './responder.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { appError } from '../../errors/index.ts';
+import { pageAfter } from '../../authz/page.ts';
+import type { RunEntry, ScheduleEntry } from '../../workflow/records.ts';
+import type { WorkflowBackend } from '../backend.ts';
+import type { Cursors } from '../input/cursor.ts';
+import type { Query } from '../input/query.ts';
+import type { WorkflowRoute } from '../api/route-types.ts';
+import type { TenantTarget } from '../reply/responder.ts';
 
 /** Without `limit`, runs are answered in pages of this size (with next_cursor): a run may list many users. */
 const MAX_RUNS = 100;

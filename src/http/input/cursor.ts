@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { appError } from '../errors/index.ts';
-import type { TenantId } from '../authz/tenant.ts';
+import { appError } from '../../errors/index.ts';
+import type { TenantId } from '../../authz/tenant.ts';
 
 /**
  * Opaque pagination cursors: the key the next page starts after, signed with a secret kept in the

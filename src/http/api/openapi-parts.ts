@@ -1,4 +1,4 @@
-import { errorEnvelope } from './schemas/index.ts';
+import { errorEnvelope } from './schemas.ts';
 
 /** The pieces every operation of the OpenAPI document is made of: its headers and responses. */
 

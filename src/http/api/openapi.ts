@@ -1,9 +1,9 @@
-import { NAME_RULE } from '../authz/names.ts';
-import { BUILD } from '../config/build.ts';
-import { accessOf, isPaged, type Route } from './routes/index.ts';
+import { NAME_RULE } from '../../authz/names.ts';
+import { BUILD } from '../../config/build.ts';
+import { accessOf, isPaged, type Route } from './route-types.ts';
 import { authzenPaths } from './authzen-openapi.ts';
 import { error, errorHeaders, HEADER, plainJson, wrongMethod } from './openapi-parts.ts';
-import { bodies, data, envelope, name } from './schemas/index.ts';
+import { bodies, data, envelope, name } from './schemas.ts';
 
 /** The parameters of a route: its names in the path, paging for lists, the headers all share. */
 function parametersOf(r: Route): object[] {

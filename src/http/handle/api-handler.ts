@@ -1,21 +1,21 @@
-import type { NameField } from '../authz/names.ts';
-import { UNKNOWN_CLIENT, type TenantCache } from '../cache/index.ts';
-import { AppError, appError } from '../errors/index.ts';
+import type { NameField } from '../../authz/names.ts';
+import { UNKNOWN_CLIENT, type TenantCache } from '../../cache/index.ts';
+import { AppError, appError } from '../../errors/index.ts';
 import type { Answers } from './answers.ts';
 import { AuditedRequest, type AuditSink } from './audited.ts';
-import { readBody, type BodyResult } from './body.ts';
-import { CapturedRequest } from './captured-request.ts';
-import type { Credentials, Principal } from './credentials.ts';
-import type { Drain } from './drain.ts';
-import { peerAddress } from './engine/peer-address.ts';
-import type { EngineRequest, EngineResponse, Handler } from './engine/port.ts';
-import { decodeName } from './path-names.ts';
-import { NO_QUERY, parseQuery } from './query.ts';
-import type { Responder, TenantTarget } from './responder.ts';
-import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from './routes/index.ts';
+import { readBody, type BodyResult } from '../input/body.ts';
+import { CapturedRequest } from '../input/captured-request.ts';
+import type { Credentials, Principal } from '../input/credentials.ts';
+import type { Drain } from '../reply/drain.ts';
+import { peerAddress } from '../engine/peer-address.ts';
+import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
+import { decodeName } from '../input/path-names.ts';
+import { NO_QUERY, parseQuery } from '../input/query.ts';
+import type { Responder, TenantTarget } from '../reply/responder.ts';
+import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from '../api/route-types.ts';
 import type { SlowPath } from './slow-path.ts';
-import { seriesOf } from './series.ts';
-import type { RequestMetrics } from '../metrics/requests.ts';
+import { seriesOf } from '../api/series.ts';
+import type { RequestMetrics } from '../../metrics/requests.ts';
 
 export interface ApiParts {
   readonly credentials: Credentials;

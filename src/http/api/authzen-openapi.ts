@@ -1,5 +1,5 @@
-import { AUTHZEN_SCHEMAS } from '../authzen/requests.ts';
-import { AUTHZEN_CONFIGURATION_ID, AUTHZEN_ROUTES, type AuthzenRoute } from './routes/authzen.ts';
+import { AUTHZEN_SCHEMAS } from '../../authzen/requests.ts';
+import { AUTHZEN_CONFIGURATION_ID, AUTHZEN_ROUTES, type AuthzenRoute } from './authzen-routes.ts';
 import { error, errorHeaders, HEADER, plainJson, wrongMethod } from './openapi-parts.ts';
 
 const failure = (status: number, description: string) => error(description, errorHeaders(status, true));

@@ -1,5 +1,5 @@
-import { appError } from '../errors/index.ts';
-import type { EngineRequest } from './engine/port.ts';
+import { appError } from '../../errors/index.ts';
+import type { EngineRequest } from '../engine/port.ts';
 
 const MAX_LIMIT = 10_000;
 

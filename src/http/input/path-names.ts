@@ -1,5 +1,5 @@
-import { NAME_RE, NAME_RULE, type NameField } from '../authz/names.ts';
-import { appError } from '../errors/index.ts';
+import { NAME_RE, NAME_RULE, type NameField } from '../../authz/names.ts';
+import { appError } from '../../errors/index.ts';
 
 /**
  * Decodes one raw path segment (percent-encoding is the URL's business, so it is done here, not

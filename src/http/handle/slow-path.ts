@@ -1,18 +1,18 @@
-import type { TenantGraph } from '../authz/graph.ts';
-import type { TenantCache } from '../cache/index.ts';
-import { AppError, appError, fromWire } from '../errors/index.ts';
+import type { TenantGraph } from '../../authz/graph.ts';
+import type { TenantCache } from '../../cache/index.ts';
+import { AppError, appError, fromWire } from '../../errors/index.ts';
 import type { Answers } from './answers.ts';
-import type { Backend } from './backend.ts';
-import type { BodyResult } from './body.ts';
-import type { Drain } from './drain.ts';
-import type { Query } from './query.ts';
-import { corked, send } from './reply.ts';
-import type { Responder, TenantTarget } from './responder.ts';
-import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from './routes/index.ts';
+import type { Backend } from '../backend.ts';
+import type { BodyResult } from '../input/body.ts';
+import type { Drain } from '../reply/drain.ts';
+import type { Query } from '../input/query.ts';
+import { corked, send } from '../reply/reply.ts';
+import type { Responder, TenantTarget } from '../reply/responder.ts';
+import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
 import type { WorkflowAnswers } from './workflow-answers.ts';
-import type { TenantId } from '../authz/tenant.ts';
-import type { TokenAuthority, TokenScope } from '../crypto/tokens.ts';
-import type { Principal } from './credentials.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
+import type { Principal } from '../input/credentials.ts';
 
 /** How tokens are issued: the signer (none without AUTH_JWT_SECRET_KEY) and the default lifetime. */
 export interface TokenIssuing {
