@@ -5,8 +5,8 @@ import { pageAfter } from '../../authz/page.ts';
 import { timestamp } from '../../time/index.ts';
 import type { Cursors } from '../input/cursor.ts';
 import type { Query } from '../input/query.ts';
-import { send, successPrefix, successTail, type CorsPolicy } from '../reply/reply.ts';
-import type { TenantTarget } from '../reply/responder.ts';
+import { successPrefix, successTail } from '../reply/envelope.ts';
+import type { Reply, TenantTarget } from '../reply/reply.ts';
 import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
 import type { AuditEntry } from '../../audit/record.ts';
 import type { IssuedToken } from '../../crypto/tokens.ts';
@@ -35,15 +35,15 @@ const MAX_AUDIT = 10_000;
  * from a graph, pages signed with cursors, write results and changelog pages.
  */
 export class Answers {
-  readonly #cors: CorsPolicy;
+  readonly #reply: Reply;
   readonly #cursors: Cursors;
   readonly #changelog: ChangelogReader;
   readonly #audit: AuditReader;
   readonly #metrics: RequestMetrics;
   readonly #serialize: Record<DataSchemaName, (v: unknown) => string>;
 
-  constructor(cors: CorsPolicy, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader, metrics: RequestMetrics) {
-    this.#cors = cors;
+  constructor(reply: Reply, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader, metrics: RequestMetrics) {
+    this.#reply = reply;
     this.#cursors = cursors;
     this.#changelog = changelog;
     this.#audit = audit;
@@ -69,7 +69,7 @@ export class Answers {
     } else {
       throw new Error(`Answers.read called for ${route.id}`);
     }
-    send(t, this.#cors, route.status, text, g.revision);
+    this.#reply.send(t, route.status, text, g.revision);
   }
 
   /** The decisions in a read's answer (CONTRACT.md §9 rbac_check_decisions_total). */

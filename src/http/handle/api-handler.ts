@@ -3,7 +3,7 @@ import { UNKNOWN_CLIENT, type TenantCache } from '../../cache/index.ts';
 import { AppError, appError } from '../../errors/index.ts';
 import type { Answers } from './answers.ts';
 import { AuditedRequest, type AuditSink } from './audited.ts';
-import { readBody, type BodyResult } from '../input/body.ts';
+import type { BodyReader, BodyResult } from '../input/body.ts';
 import { CapturedRequest } from '../input/captured-request.ts';
 import type { Credentials, Principal } from '../input/credentials.ts';
 import type { Drain } from '../reply/drain.ts';
@@ -11,7 +11,7 @@ import { peerAddress } from '../engine/peer-address.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { decodeName } from '../input/path-names.ts';
 import { NO_QUERY, parseQuery } from '../input/query.ts';
-import type { Responder, TenantTarget } from '../reply/responder.ts';
+import type { Reply, TenantTarget } from '../reply/reply.ts';
 import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from '../api/route-types.ts';
 import type { SlowPath } from './slow-path.ts';
 import { seriesOf } from '../api/series.ts';
@@ -20,9 +20,9 @@ import type { RequestMetrics } from '../../metrics/requests.ts';
 export interface ApiParts {
   readonly credentials: Credentials;
   readonly cache: TenantCache;
-  readonly maxBodyBytes: number;
+  readonly body: BodyReader;
   readonly answers: Answers;
-  readonly responder: Responder;
+  readonly reply: Reply;
   readonly slow: SlowPath;
   readonly drain: Drain;
   readonly audit: AuditSink;
@@ -80,7 +80,7 @@ export class ApiHandler {
    */
   #serve(plan: RoutePlan, res: EngineResponse, req: EngineRequest, principal: Principal, body: Promise<BodyResult> | undefined): void {
     const { route } = plan;
-    const t = this.#p.responder.target(res, req, principal.tenant, plan.series);
+    const t = this.#p.reply.target(res, req, principal.tenant, plan.series);
     if (plan.action !== undefined) t.audit = this.#audited(plan, t, req, principal);
     const p: string[] = [];
     let query = NO_QUERY;
@@ -94,7 +94,7 @@ export class ApiHandler {
         failure = err;
       }
     }
-    if (failure === undefined && route.body !== undefined) body ??= readBody(res, req, this.#p.maxBodyBytes, route.body);
+    if (failure === undefined && route.body !== undefined) body ??= this.#p.body.read(res, req, route.body);
     else body = undefined;
     const g = this.#p.cache.get(principal.tenant);
     if (g === UNKNOWN_CLIENT) this.#p.metrics.unknownClient();
@@ -104,7 +104,7 @@ export class ApiHandler {
         this.#p.answers.read(t, route, g, p, query, undefined);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        this.#p.responder.error(t, err, g.revision);
+        this.#p.reply.error(t, err, g.revision);
       }
       return;
     }
@@ -119,7 +119,7 @@ export class ApiHandler {
     const header = req.getHeader('authorization');
     if (!this.#p.credentials.mayBeToken(header)) return this.#unauthenticated(res, req, plan);
     const captured = new CapturedRequest(req, plan.route.params.length);
-    const body = plan.route.body === undefined ? undefined : readBody(res, req, this.#p.maxBodyBytes, plan.route.body);
+    const body = plan.route.body === undefined ? undefined : this.#p.body.read(res, req, plan.route.body);
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
@@ -128,11 +128,11 @@ export class ApiHandler {
       if (aborted) return;
       res.cork(() => (principal === undefined ? this.#unauthenticated(res, captured, plan) : this.#serve(plan, res, captured, principal, body)));
     });
-    this.#p.drain.track(verified.catch((err: unknown) => this.#p.responder.crashed(res, err)));
+    this.#p.drain.track(verified.catch((err: unknown) => this.#p.reply.crashed(res, err)));
   }
 
   #unauthenticated(res: EngineResponse, req: EngineRequest, plan: RoutePlan): void {
-    this.#p.responder.unauthenticated(res, req, plan.series);
+    this.#p.reply.unauthenticated(res, req, plan.series);
   }
 
   #audited(plan: RoutePlan, t: TenantTarget, req: EngineRequest, principal: Principal): AuditedRequest {

@@ -5,24 +5,23 @@ import { AppError } from '../../errors/index.ts';
 import type { RequestMetrics } from '../../metrics/requests.ts';
 import { AuditedRequest, type AuditSink } from './audited.ts';
 import type { AuthzenAnswers } from './authzen-answers.ts';
-import { collectBody, type Collected } from '../input/body.ts';
+import type { BodyReader, Collected } from '../input/body.ts';
 import { CapturedRequest } from '../input/captured-request.ts';
 import type { Credentials, Principal } from '../input/credentials.ts';
 import type { Drain } from '../reply/drain.ts';
 import { peerAddress } from '../engine/peer-address.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { parseQuery } from '../input/query.ts';
-import { corked, send } from '../reply/reply.ts';
-import type { Responder, TenantTarget } from '../reply/responder.ts';
+import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
 import type { AuthzenRoute } from '../api/authzen-routes.ts';
 import type { SlowPath } from './slow-path.ts';
 
 export interface AuthzenParts {
   readonly credentials: Credentials;
   readonly cache: TenantCache;
-  readonly maxBodyBytes: number;
+  readonly body: BodyReader;
   readonly answers: AuthzenAnswers;
-  readonly responder: Responder;
+  readonly reply: Reply;
   readonly slow: SlowPath;
   readonly drain: Drain;
   readonly audit: AuditSink;
@@ -51,7 +50,7 @@ export class AuthzenHandler {
       const header = req.getHeader('authorization');
       const principal = this.#p.credentials.known(header);
       if (principal !== undefined) return this.#serve(route, series, res, req, principal, undefined);
-      if (!this.#p.credentials.mayBeToken(header)) return this.#p.responder.unauthenticated(res, req, series);
+      if (!this.#p.credentials.mayBeToken(header)) return this.#p.reply.unauthenticated(res, req, series);
       this.#verifyThenServe(route, series, res, req, header);
     };
   }
@@ -60,20 +59,20 @@ export class AuthzenHandler {
   #verifyThenServe(route: AuthzenRoute, series: number, res: EngineResponse, req: EngineRequest, header: string): void {
     const captured = new CapturedRequest(req, 0);
     // Kept past the data callback: the bytes are copied out of the engine's memory.
-    const body = new Promise<Collected>((resolve) => collectBody(res, req, this.#p.maxBodyBytes, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)));
+    const body = new Promise<Collected>((resolve) => this.#p.body.collect(res, req, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)));
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
     const verified = this.#p.credentials.verify(header).then((principal) => {
       if (aborted) return;
-      res.cork(() => (principal === undefined ? this.#p.responder.unauthenticated(res, captured, series) : this.#serve(route, series, res, captured, principal, body)));
+      res.cork(() => (principal === undefined ? this.#p.reply.unauthenticated(res, captured, series) : this.#serve(route, series, res, captured, principal, body)));
     });
-    this.#p.drain.track(verified.catch((err: unknown) => this.#p.responder.crashed(res, err)));
+    this.#p.drain.track(verified.catch((err: unknown) => this.#p.reply.crashed(res, err)));
   }
 
   #serve(route: AuthzenRoute, series: number, res: EngineResponse, req: EngineRequest, principal: Principal, pending: Promise<Collected> | undefined): void {
-    const t = this.#p.responder.target(res, req, principal.tenant, series);
+    const t = this.#p.reply.target(res, req, principal.tenant, series);
     if (this.#p.auditReads) {
       const draft = { action: 'read', resource: req.getUrl(), credential: principal.credential, requestId: t.requestId, ip: peerAddress(res) };
       t.audit = new AuditedRequest(principal.tenant, draft, this.#p.audit, false);
@@ -95,12 +94,12 @@ export class AuthzenHandler {
       try {
         this.#answer(route, t, prepare(body, contentType, headerError, minRevision));
       } catch (err) {
-        this.#p.responder.internal(t, err);
+        this.#p.reply.internal(t, err);
       } finally {
         this.#p.drain.leave();
       }
     };
-    if (pending === undefined) collectBody(res, req, this.#p.maxBodyBytes, onBody);
+    if (pending === undefined) this.#p.body.collect(res, req, onBody);
     else void pending.then(onBody);
   }
 
@@ -110,22 +109,22 @@ export class AuthzenHandler {
     this.#p.metrics.cache(g !== undefined);
     if (g !== undefined && prepared.minRevision <= g.revision) return corked(t, () => this.#reply(route, t, g, prepared));
     const later = this.#p.slow.graphAtLeast(t, prepared.minRevision).then((loaded) => {
-      if (loaded instanceof AppError) return corked(t, () => this.#p.responder.error(t, loaded, this.#p.cache.get(t.tenant)?.revision));
+      if (loaded instanceof AppError) return corked(t, () => this.#p.reply.error(t, loaded, this.#p.cache.get(t.tenant)?.revision));
       corked(t, () => this.#reply(route, t, loaded, prepared));
     });
-    this.#p.drain.track(later.catch((err: unknown) => this.#p.responder.internal(t, err)));
+    this.#p.drain.track(later.catch((err: unknown) => this.#p.reply.internal(t, err)));
   }
 
   #reply(route: AuthzenRoute, t: TenantTarget, g: TenantGraph, prepared: Prepared): void {
-    if (prepared.error !== undefined) return this.#p.responder.error(t, prepared.error, g.revision, prepared.close);
+    if (prepared.error !== undefined) return this.#p.reply.error(t, prepared.error, g.revision, prepared.close);
     let text: string;
     try {
       text = this.#p.answers.answer(route, t.tenant, g, prepared.value);
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
-      return this.#p.responder.error(t, err, g.revision);
+      return this.#p.reply.error(t, err, g.revision);
     }
-    send(t, this.#p.responder.cors, 200, text, g.revision);
+    this.#p.reply.send(t, 200, text, g.revision);
   }
 }
 

@@ -1,8 +1,7 @@
 import { metadataDocument, metadataPath, WELL_KNOWN } from '../../authzen/metadata.ts';
 import { appError } from '../../errors/index.ts';
 import type { EngineRequest, EngineResponse } from '../engine/port.ts';
-import { send, writeCorsHeaders } from '../reply/reply.ts';
-import type { Responder } from '../reply/responder.ts';
+import type { Reply } from '../reply/reply.ts';
 import type { RouteTable } from './route-table.ts';
 
 const CACHE: ReadonlyArray<readonly [string, string]> = [['Cache-Control', 'public, max-age=300']];
@@ -12,28 +11,28 @@ const CACHE: ReadonlyArray<readonly [string, string]> = [['Cache-Control', 'publ
  * path after it when it has one (the RFC 8615 form): the document is built once from AUTH_AUTHZEN_BASE_URL, never from the request.
  * Without the setting the route answers 404 naming it.
  */
-export function registerAuthzenMetadata(routes: RouteTable, responder: Responder, base: string | undefined, series: number): void {
+export function registerAuthzenMetadata(routes: RouteTable, reply: Reply, base: string | undefined, series: number): void {
   if (base === undefined) {
     const missing = appError('ERR_AUTHZEN_NOT_CONFIGURED');
-    const notConfigured = (res: EngineResponse, req: EngineRequest): void => responder.error(responder.target(res, req, '', series), missing, undefined);
+    const notConfigured = (res: EngineResponse, req: EngineRequest): void => reply.error(reply.target(res, req, '', series), missing, undefined);
     routes.on('GET', WELL_KNOWN, notConfigured);
     return;
   }
   const body = metadataDocument(base);
   const paths = new Set([WELL_KNOWN, metadataPath(base)]);
   for (const path of paths) {
-    routes.on('GET', path, (res, req) => send(responder.target(res, req, '', series), responder.cors, 200, body, undefined, CACHE));
-    routes.on('HEAD', path, (res, req) => head(responder, res, req));
+    routes.on('GET', path, (res, req) => reply.send(reply.target(res, req, '', series), 200, body, undefined, CACHE));
+    routes.on('HEAD', path, (res, req) => head(reply, res, req));
   }
 }
 
 /** HEAD: the headers of the document, without it. */
-function head(responder: Responder, res: EngineResponse, req: EngineRequest): void {
-  const t = responder.target(res, req, '');
+function head(reply: Reply, res: EngineResponse, req: EngineRequest): void {
+  const t = reply.target(res, req, '');
   res.writeStatus('200 OK');
   res.writeHeader('Content-Type', 'application/json');
   res.writeHeader('X-Request-Id', t.requestId);
   res.writeHeader('Cache-Control', 'public, max-age=300');
-  writeCorsHeaders(res, responder.cors, t.origin);
+  reply.writeCors(res, t.origin);
   res.endWithoutBody();
 }

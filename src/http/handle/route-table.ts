@@ -1,8 +1,9 @@
 import { appError } from '../../errors/index.ts';
 import type { Drain } from '../reply/drain.ts';
 import type { EngineApp, EngineRequest, EngineResponse, Handler, Method } from '../engine/port.ts';
-import { CORS_ALLOW_HEADERS, errorBody, send } from '../reply/reply.ts';
-import type { Responder } from '../reply/responder.ts';
+import { CORS_ALLOW_HEADERS } from '../reply/cors.ts';
+import { errorBody } from '../reply/envelope.ts';
+import type { Reply } from '../reply/reply.ts';
 import { unknownSeries } from '../api/series.ts';
 
 /** The metrics series of a request no route takes: `unknown` under /api, else not counted. */
@@ -19,13 +20,13 @@ const apiSeries = (req: EngineRequest): number => {
 export class RouteTable {
   readonly #app: EngineApp;
   readonly #drain: Drain;
-  readonly #responder: Responder;
+  readonly #reply: Reply;
   readonly #allowed = new Map<string, Set<string>>();
 
-  constructor(app: EngineApp, drain: Drain, responder: Responder) {
+  constructor(app: EngineApp, drain: Drain, reply: Reply) {
     this.#app = app;
     this.#drain = drain;
-    this.#responder = responder;
+    this.#reply = reply;
   }
 
   on(method: Method, pattern: string, handler: Handler): void {
@@ -40,18 +41,18 @@ export class RouteTable {
       this.#app.otherMethods(pattern, this.#guard((res, req) => {
         if (req.getMethod() === 'options') return this.#preflight(res, req, allow);
         const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
-        send(this.#responder.target(res, req, '', apiSeries(req)), this.#responder.cors, 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
+        this.#reply.send(this.#reply.target(res, req, '', apiSeries(req)), 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
       }));
     }
     this.#app.fallback(this.#guard((res, req) => {
       if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, DELETE, OPTIONS');
       const e = appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() });
-      this.#responder.error(this.#responder.target(res, req, '', apiSeries(req)), e, undefined);
+      this.#reply.error(this.#reply.target(res, req, '', apiSeries(req)), e, undefined);
     }));
   }
 
   #guard(handler: Handler): Handler {
-    return this.#drain.guard(handler, this.#responder.crashed);
+    return this.#drain.guard(handler, this.#reply.crashed);
   }
 
   /**
@@ -59,10 +60,10 @@ export class RouteTable {
    * or `*`): an unlisted origin or CORS off gets none, so the browser blocks the request.
    */
   #preflight(res: EngineResponse, req: EngineRequest, methods: string): void {
-    const t = this.#responder.target(res, req, '');
-    const cors = this.#responder.cors;
+    const t = this.#reply.target(res, req, '');
+    const cors = this.#reply.cors;
     const allowed = t.origin !== '' && cors.allowOrigin(t.origin) !== undefined;
-    send(t, cors, 204, '', undefined, allowed ? [
+    this.#reply.send(t, 204, '', undefined, allowed ? [
       ['Access-Control-Allow-Methods', methods],
       ['Access-Control-Allow-Headers', CORS_ALLOW_HEADERS],
       ['Access-Control-Max-Age', '600'],

@@ -6,8 +6,7 @@ import type { Backend } from '../backend.ts';
 import type { BodyResult } from '../input/body.ts';
 import type { Drain } from '../reply/drain.ts';
 import type { Query } from '../input/query.ts';
-import { corked, send } from '../reply/reply.ts';
-import type { Responder, TenantTarget } from '../reply/responder.ts';
+import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
 import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
 import type { WorkflowAnswers } from './workflow-answers.ts';
 import type { TenantId } from '../../authz/tenant.ts';
@@ -31,18 +30,18 @@ export class SlowPath {
   readonly #cache: TenantCache;
   readonly #backend: Backend;
   readonly #answers: Answers;
-  readonly #responder: Responder;
+  readonly #reply: Reply;
   readonly #drain: Drain;
   readonly #tokens: TokenIssuing;
   readonly #workflows: WorkflowAnswers;
 
   constructor(
-    cache: TenantCache, backend: Backend, answers: Answers, responder: Responder, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers,
+    cache: TenantCache, backend: Backend, answers: Answers, reply: Reply, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers,
   ) {
     this.#cache = cache;
     this.#backend = backend;
     this.#answers = answers;
-    this.#responder = responder;
+    this.#reply = reply;
     this.#drain = drain;
     this.#tokens = tokens;
     this.#workflows = workflows;
@@ -60,11 +59,11 @@ export class SlowPath {
     t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal,
   ): Promise<void> {
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
-    if (failure !== undefined) return corked(t, () => this.#responder.error(t, failure, g.revision));
+    if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));
     let value: unknown;
     if (body !== undefined) {
       const b = await body;
-      if (b.error !== undefined) return corked(t, () => this.#responder.error(t, b.error, this.#revisionOr(t, g), b.close));
+      if (b.error !== undefined) return corked(t, () => this.#reply.error(t, b.error, this.#revisionOr(t, g), b.close));
       value = b.value;
     }
     if (route.kind === 'write') return this.#write(t, route, p, value);
@@ -78,47 +77,47 @@ export class SlowPath {
   async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
     const audit = t.audit === undefined ? undefined : { ...t.audit.draft, status: route.status };
     const outcome = await this.#backend.write(t.tenant, route.change(p, value), audit);
-    if (!outcome.ok) return corked(t, () => this.#responder.error(t, fromWire(outcome.error), outcome.revision));
+    if (!outcome.ok) return corked(t, () => this.#reply.error(t, fromWire(outcome.error), outcome.revision));
     const text = this.#answers.written(route, outcome, p);
-    corked(t, () => send(t, this.#responder.cors, route.status, text, outcome.revision));
+    corked(t, () => this.#reply.send(t, route.status, text, outcome.revision));
   }
 
   async #changes(t: TenantTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
     const text = await this.#answers.changesPage(t, route, query);
-    corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
+    corked(t, () => this.#reply.send(t, 200, text, this.#revisionOr(t, g)));
   }
 
   async #auditPage(t: TenantTarget, route: AuditRoute, query: Query, g: TenantGraph): Promise<void> {
     const text = await this.#answers.auditPage(t, route, query);
-    corked(t, () => send(t, this.#responder.cors, 200, text, this.#revisionOr(t, g)));
+    corked(t, () => this.#reply.send(t, 200, text, this.#revisionOr(t, g)));
   }
 
   /** Schedules and runs (CONTRACT.md §5): read and written in the database; the revision is not theirs to change. */
   async #workflow(t: TenantTarget, route: WorkflowRoute, p: string[], query: Query, value: unknown, g: TenantGraph): Promise<void> {
     const text = await this.#workflows.answer(t, route, p, query, value);
-    corked(t, () => send(t, this.#responder.cors, route.status, text, this.#revisionOr(t, g)));
+    corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
   }
 
   /** POST /api/token (CONTRACT.md §3): the caller is a client key (checked with the scopes). */
   async #token(t: TenantTarget, route: TokenRoute, value: unknown, principal: Principal, g: TenantGraph): Promise<void> {
     const authority = this.#tokens.authority;
-    if (authority === undefined) return corked(t, () => this.#responder.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
+    if (authority === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
     const asked = (value ?? {}) as { scope?: TokenScope; ttl_seconds?: number };
     const issued = await authority.issue(principal.tenant, asked.scope ?? 'write', asked.ttl_seconds ?? this.#tokens.defaultTtlSeconds);
     const text = this.#answers.token(route, issued);
-    corked(t, () => send(t, this.#responder.cors, route.status, text, this.#revisionOr(t, g)));
+    corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
   }
 
   /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
   async #read(t: TenantTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
     const g = await this.graphAtLeast(t, query.minRevision, loaded);
-    if (g instanceof AppError) return corked(t, () => this.#responder.error(t, g, this.#revisionOr(t, loaded)));
+    if (g instanceof AppError) return corked(t, () => this.#reply.error(t, g, this.#revisionOr(t, loaded)));
     corked(t, () => {
       try {
         this.#answers.read(t, route, g, p, query, body);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
-        this.#responder.error(t, err, g.revision);
+        this.#reply.error(t, err, g.revision);
       }
     });
   }
@@ -151,8 +150,8 @@ export class SlowPath {
 
   /** A 4xx thrown on the way is the answer; anything else is a 500. */
   #failed(t: TenantTarget, err: unknown): void {
-    if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#responder.error(t, err, this.#cache.get(t.tenant)?.revision));
-    this.#responder.internal(t, err);
+    if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#reply.error(t, err, this.#cache.get(t.tenant)?.revision));
+    this.#reply.internal(t, err);
   }
 
   /** The revision of the tenant's cached graph now, else of the one this request loaded. */

@@ -6,7 +6,7 @@ import type { WorkflowBackend } from '../backend.ts';
 import type { Cursors } from '../input/cursor.ts';
 import type { Query } from '../input/query.ts';
 import type { WorkflowRoute } from '../api/route-types.ts';
-import type { TenantTarget } from '../reply/responder.ts';
+import type { TenantTarget } from '../reply/reply.ts';
 
 /** Without `limit`, runs are answered in pages of this size (with next_cursor): a run may list many users. */
 const MAX_RUNS = 100;

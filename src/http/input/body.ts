@@ -84,60 +84,70 @@ export type Collected = { readonly bytes: Buffer; readonly error?: undefined } |
 type Settle = (result: Collected) => void;
 
 /**
- * Reads still waiting for their last chunk, by when they started. One sweep a second settles the
- * abandoned ones: a timer per request would cost every POST a timer's creation and cancellation.
+ * Reads request bodies of at most `maxBytes`, for one server. Reads still waiting for their last
+ * chunk are kept by when they started: one sweep a second settles the abandoned ones (a timer per
+ * request would cost every POST a timer's creation and cancellation).
  */
-const waiting = new Map<Settle, number>();
-let sweeper: NodeJS.Timeout | undefined;
+export class BodyReader {
+  readonly #maxBytes: number;
+  readonly #waiting = new Map<Settle, number>();
+  #sweeper: NodeJS.Timeout | undefined;
 
-function watch(settle: Settle): void {
-  waiting.set(settle, Date.now());
-  sweeper ??= setInterval(sweep, 1000).unref();
-}
-
-function sweep(): void {
-  const cutoff = Date.now() - ABANDONED_AFTER_MS;
-  for (const [settle, startedAt] of waiting) {
-    if (startedAt <= cutoff) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
+  constructor(maxBytes: number) {
+    this.#maxBytes = maxBytes;
   }
-  if (waiting.size === 0) {
-    clearInterval(sweeper);
-    sweeper = undefined;
-  }
-}
 
-/**
- * Starts reading the request body; must be called inside the handler, before it returns.
- * `done` is called once, from the engine's data callback (uncorked), with the whole body.
- * A declared length over `maxBytes` is refused without reading; an undeclared one is cut off as
- * soon as it passes the limit (and the connection closed, since the rest is never read).
- */
-export function collectBody(res: HttpResponse, req: HttpRequest, maxBytes: number, done: Settle): void {
-  const declared = req.getHeader('content-length');
-  const tooLarge = (): Collected => ({ error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }), close: true });
-  if (declared !== '' && Number(declared) > maxBytes) return done(tooLarge());
-  let chunks: Buffer[] | undefined;
-  let size = 0;
-  const settle = (result: Collected): void => {
-    if (!waiting.delete(settle)) return;
-    done(result);
+  /**
+   * Starts reading the request body; must be called inside the handler, before it returns.
+   * `done` is called once, from the engine's data callback (uncorked), with the whole body.
+   * A declared length over the limit is refused without reading; an undeclared one is cut off as
+   * soon as it passes the limit (and the connection closed, since the rest is never read).
+   */
+  collect(res: HttpResponse, req: HttpRequest, done: Settle): void {
+    const maxBytes = this.#maxBytes;
+    const declared = req.getHeader('content-length');
+    const tooLarge = (): Collected => ({ error: appError('ERR_HTTP_BODY_TOO_LARGE', { maxBytes }), close: true });
+    if (declared !== '' && Number(declared) > maxBytes) return done(tooLarge());
+    const waiting = this.#waiting;
+    let chunks: Buffer[] | undefined;
+    let size = 0;
+    const settle = (result: Collected): void => {
+      if (!waiting.delete(settle)) return;
+      done(result);
+    };
+    this.#watch(settle);
+    res.onData((chunk, isLast) => {
+      if (!waiting.has(settle)) return;
+      size += chunk.byteLength;
+      if (size > maxBytes) return settle(tooLarge());
+      // A body in one chunk is read in place; otherwise each chunk is copied (uWS reuses its memory).
+      if (isLast && chunks === undefined) return settle({ bytes: Buffer.from(chunk) });
+      if (chunk.byteLength > 0) (chunks ??= []).push(Buffer.from(chunk.slice(0)));
+      if (isLast) settle({ bytes: Buffer.concat(chunks ?? []) });
+    });
+  }
+
+  /** {@link collect}, then the body validated against an /api body schema. */
+  read(res: HttpResponse, req: HttpRequest, schema: BodySchemaName): Promise<BodyResult> {
+    const contentType = req.getHeader('content-type');
+    return new Promise((resolve) => {
+      this.collect(res, req, (body) => resolve(body.error === undefined ? finish(body.bytes, contentType, schema) : body));
+    });
+  }
+
+  #watch(settle: Settle): void {
+    this.#waiting.set(settle, Date.now());
+    this.#sweeper ??= setInterval(this.#sweep, 1000).unref();
+  }
+
+  readonly #sweep = (): void => {
+    const cutoff = Date.now() - ABANDONED_AFTER_MS;
+    for (const [settle, startedAt] of this.#waiting) {
+      if (startedAt <= cutoff) settle({ error: appError('ERR_VALIDATION_BODY', 'body did not arrive within 10 s'), close: true });
+    }
+    if (this.#waiting.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
   };
-  watch(settle);
-  res.onData((chunk, isLast) => {
-    if (!waiting.has(settle)) return;
-    size += chunk.byteLength;
-    if (size > maxBytes) return settle(tooLarge());
-    // A body in one chunk is read in place; otherwise each chunk is copied (uWS reuses its memory).
-    if (isLast && chunks === undefined) return settle({ bytes: Buffer.from(chunk) });
-    if (chunk.byteLength > 0) (chunks ??= []).push(Buffer.from(chunk.slice(0)));
-    if (isLast) settle({ bytes: Buffer.concat(chunks ?? []) });
-  });
-}
-
-/** {@link collectBody}, then the body validated against an /api body schema. */
-export function readBody(res: HttpResponse, req: HttpRequest, maxBytes: number, schema: BodySchemaName): Promise<BodyResult> {
-  const contentType = req.getHeader('content-type');
-  return new Promise((resolve) => {
-    collectBody(res, req, maxBytes, (body) => resolve(body.error === undefined ? finish(body.bytes, contentType, schema) : body));
-  });
 }

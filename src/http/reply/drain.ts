@@ -1,5 +1,4 @@
 import type { EngineResponse, Handler, Listener } from '../engine/port.ts';
-import { closeConnectionsAfterReply } from './reply.ts';
 
 /** On shutdown, connections close after this long without a new request (and none in flight). */
 const DRAIN_QUIET_MS = 100;
@@ -13,6 +12,12 @@ export class Drain {
   #served = 0;
   #inFlight = 0;
   #draining = false;
+  readonly #onBegin: () => void;
+
+  /** `onBegin`: told once shutdown begins, so that answers from then on close their connections. */
+  constructor(onBegin: () => void) {
+    this.#onBegin = onBegin;
+  }
 
   /** Whether shutdown has begun: `/ready` then answers 503 `draining`. */
   get draining(): boolean {
@@ -24,8 +29,9 @@ export class Drain {
    * instance out) and every answer closes its connection, so that clients reconnect elsewhere.
    */
   begin(): void {
+    if (this.#draining) return;
     this.#draining = true;
-    closeConnectionsAfterReply();
+    this.#onBegin();
   }
 
   /**

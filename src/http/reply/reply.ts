@@ -1,146 +1,157 @@
-import { randomBytes } from 'node:crypto';
-import type { EngineResponse as HttpResponse } from '../engine/port.ts';
-import { STATUS_TEXT, type AppError } from '../../errors/index.ts';
-import { timestamp } from '../../time/index.ts';
-import { NO_REQUEST_METRICS, type RequestMetrics } from '../../metrics/requests.ts';
-import { logAccess } from '../../log/access.ts';
-
-export { errorBody } from '../engine/wire.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import { appError, STATUS_TEXT, type AppError } from '../../errors/index.ts';
+import type { AccessLog } from '../../log/access.ts';
+import type { Logger } from '../../log/index.ts';
+import type { RequestMetrics } from '../../metrics/requests.ts';
+import type { EngineRequest, EngineResponse } from '../engine/port.ts';
+import type { AuditedRequest } from '../handle/audited.ts';
+import { RequestIds } from '../engine/wire.ts';
+import { writeCorsHeaders, type CorsPolicy } from './cors.ts';
+import { Drain } from './drain.ts';
+import { errorBody, errorHeaders } from './envelope.ts';
 
 /** What every reply needs to know about its request, read before the engine's request object dies. */
 export interface ReplyTarget {
-  readonly res: HttpResponse;
+  readonly res: EngineResponse;
   readonly requestId: string;
   /** The request's Origin when CORS applies to it, else ''. */
   readonly origin: string;
-  /** Told the status of the reply when the request is audited (CONTRACT.md §5 audit rows). */
+  /** Told the status of the reply when the request is audited (docs/api.md audit rows). */
   readonly audit?: { replied(status: number): void } | undefined;
   /** The request's metrics series (-1: not counted) and when its handler took it. */
   readonly series?: number;
   readonly startedAt?: number;
 }
 
-/** Where answers are counted: the worker's request metrics, or nothing when metrics are off. */
-let requestMetrics: RequestMetrics = NO_REQUEST_METRICS;
+/**
+ * A request as its reply needs it, read before the engine's request object dies. One per request,
+ * of one shape whatever the route: the hot read answers from it, and a slow request keeps it
+ * (so `aborted` is already there for `onAborted`).
+ */
+export interface RequestTarget extends ReplyTarget {
+  /** The tenant of an authenticated /api request, else ''. */
+  readonly tenant: TenantId | '';
+  /** Set when the caller went away before the answer; corked replies then write nothing. */
+  aborted: boolean;
+  /** Set when the request is audited (its row is recorded with the reply's status). */
+  audit: AuditedRequest | undefined;
+  /** Its metrics series (http/api/series.ts), or -1 when it is not counted (outside /api). */
+  readonly series: number;
+  /** When the handler took it (performance.now()), for its duration. */
+  readonly startedAt: number;
+}
 
-/** Counts every answer from now on in `metrics` (set once, at start-up). */
-export function countAnswersIn(metrics: RequestMetrics): void {
-  requestMetrics = metrics;
+/** The target of an authenticated /api request: everything past the credential check takes one. */
+export interface TenantTarget extends RequestTarget {
+  readonly tenant: TenantId;
+}
+
+/** What one server's replies depend on, fixed when it starts. */
+export interface ReplySettings {
+  readonly cors: CorsPolicy;
+  readonly log: Logger;
+  /** Where answers are counted (a no-op when metrics are off). */
+  readonly metrics: RequestMetrics;
+  readonly access: AccessLog;
 }
 
 const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
   Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]),
 );
 
-// ---- request ids ------------------------------------------------------------------------------
-
-const VISIBLE_ASCII = /^[\x21-\x7e]{1,128}$/;
-const ID_PREFIX = randomBytes(6).toString('hex');
-let idCounter = 0;
-
-/** The request's own `X-Request-Id` when acceptable, else a new one unique to this process. */
-export function requestIdOf(sent: string): string {
-  if (sent !== '' && VISIBLE_ASCII.test(sent)) return sent;
-  idCounter = (idCounter + 1) % Number.MAX_SAFE_INTEGER;
-  return `${ID_PREFIX}-${idCounter.toString(36)}`;
-}
-
-// ---- CORS -------------------------------------------------------------------------------------
-
-export interface CorsPolicy {
-  readonly enabled: boolean;
-  /**
-   * True with an origin list: answers then depend on the request's Origin, so every response
-   * says `Vary: Origin` (whatever the origin, or none), lest a shared cache hand one origin's
-   * answer to another.
-   */
-  readonly varyOnOrigin: boolean;
-  /** The `Access-Control-Allow-Origin` value for an origin, or undefined when not allowed. */
-  allowOrigin(origin: string): string | undefined;
-}
-
-export function corsPolicy(enabled: boolean, origins: string): CorsPolicy {
-  const any = origins.trim() === '*';
-  const allowed = new Set(origins.split(',').map((o) => o.trim().toLowerCase()));
-  return {
-    enabled,
-    varyOnOrigin: enabled && !any,
-    allowOrigin: (origin) => (!enabled || origin === '' ? undefined : any ? '*' : allowed.has(origin.toLowerCase()) ? origin : undefined),
-  };
-}
-
-export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id, X-Authz-Min-Revision';
-const CORS_EXPOSE_HEADERS = 'X-Request-Id, X-Authz-Revision, Retry-After, Allow';
-
-// ---- writing ----------------------------------------------------------------------------------
-
-/** Set on shutdown: every response from then on closes its connection (Connection: close). */
-let draining = false;
-
-/** From now on, answers close their connections, so clients reconnect elsewhere. */
-export function closeConnectionsAfterReply(): void {
-  draining = true;
-}
-
 /**
- * Writes a complete response. The caller corks when it is not inside the uWS handler's own
- * synchronous part (see {@link corked}).
+ * The one writer of a server's responses: every answer goes through {@link send}, which counts it,
+ * logs it when sampled, tells its audit row the status, and writes the envelope with its CORS
+ * headers, closing the connection once shutdown has begun ({@link drain}).
  */
-export function send(
-  t: ReplyTarget,
-  cors: CorsPolicy,
-  status: number,
-  body: string,
-  revision: number | undefined,
-  extra?: ReadonlyArray<readonly [string, string]>,
-  closeConnection = false,
-): void {
-  const res = t.res;
-  if (t.audit !== undefined) t.audit.replied(status);
-  const series = t.series ?? -1;
-  if (series >= 0) requestMetrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
-  logAccess(series, status, t.startedAt, t.requestId);
-  res.writeStatus(STATUS_LINE[status] ?? String(status));
-  res.writeHeader('Content-Type', 'application/json');
-  res.writeHeader('X-Request-Id', t.requestId);
-  if (revision !== undefined) res.writeHeader('X-Authz-Revision', String(revision));
-  writeCorsHeaders(res, cors, t.origin);
-  if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
-  res.end(body, closeConnection || draining);
-}
+export class Reply {
+  readonly cors: CorsPolicy;
+  /** Requests received and in flight, for shutdown; its start makes every answer close its connection. */
+  readonly drain: Drain;
+  readonly #log: Logger;
+  readonly #metrics: RequestMetrics;
+  readonly #access: AccessLog;
+  readonly #ids = new RequestIds();
+  #closing = false;
 
-/** `Vary: Origin` with an origin list, and the `Access-Control-*` headers of an allowed origin. */
-export function writeCorsHeaders(res: HttpResponse, cors: CorsPolicy, origin: string): void {
-  if (cors.varyOnOrigin) res.writeHeader('Vary', 'Origin');
-  const allow = origin === '' ? undefined : cors.allowOrigin(origin);
-  if (allow !== undefined) {
-    res.writeHeader('Access-Control-Allow-Origin', allow);
-    res.writeHeader('Access-Control-Expose-Headers', CORS_EXPOSE_HEADERS);
+  constructor(settings: ReplySettings) {
+    this.cors = settings.cors;
+    this.#log = settings.log;
+    this.#metrics = settings.metrics;
+    this.#access = settings.access;
+    this.drain = new Drain(() => {
+      this.#closing = true;
+    });
   }
+
+  /** The request's own `X-Request-Id` when acceptable, else a new one. */
+  requestIdOf(sent: string): string {
+    return this.#ids.of(sent);
+  }
+
+  /** Reads what the reply needs from `req`; call during the handler's synchronous part. */
+  target<T extends TenantId | ''>(res: EngineResponse, req: EngineRequest, tenant: T, series = -1): RequestTarget & { readonly tenant: T } {
+    return {
+      res,
+      requestId: this.#ids.of(req.getHeader('x-request-id')),
+      origin: this.cors.enabled ? req.getHeader('origin') : '',
+      tenant,
+      aborted: false,
+      audit: undefined,
+      series,
+      startedAt: series < 0 ? 0 : performance.now(),
+    };
+  }
+
+  /**
+   * Writes a complete response. The caller corks when it is not inside the uWS handler's own
+   * synchronous part (see {@link corked}).
+   */
+  send(t: ReplyTarget, status: number, body: string, revision: number | undefined, extra?: ReadonlyArray<readonly [string, string]>, closeConnection = false): void {
+    const res = t.res;
+    if (t.audit !== undefined) t.audit.replied(status);
+    const series = t.series ?? -1;
+    if (series >= 0) this.#metrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
+    this.#access.answered(series, status, t.startedAt, t.requestId);
+    res.writeStatus(STATUS_LINE[status] ?? String(status));
+    res.writeHeader('Content-Type', 'application/json');
+    res.writeHeader('X-Request-Id', t.requestId);
+    if (revision !== undefined) res.writeHeader('X-Authz-Revision', String(revision));
+    writeCorsHeaders(res, this.cors, t.origin);
+    if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
+    res.end(body, closeConnection || this.#closing);
+  }
+
+  /** The CORS headers of an answer written without {@link send} (HEAD). */
+  writeCors(res: EngineResponse, origin: string): void {
+    writeCorsHeaders(res, this.cors, origin);
+  }
+
+  /** Answers `err` (its status, message and extra headers); corks only if the caller does. */
+  error(t: ReplyTarget, err: AppError, revision: number | undefined, closeConnection = false): void {
+    this.send(t, err.status, errorBody(err.status, err.message), revision, errorHeaders(err), closeConnection);
+  }
+
+  /** 401 with `WWW-Authenticate: Bearer`: no valid credential (docs/api.md). */
+  unauthenticated(res: EngineResponse, req: EngineRequest, series: number): void {
+    this.error(this.target(res, req, '', series), appError('ERR_AUTH_UNAUTHENTICATED'), undefined);
+  }
+
+  /** Logs an unexpected failure with its stack and answers 500 naming the request id. */
+  internal(t: RequestTarget, err: unknown): void {
+    this.#log.error('request failed', { request_id: t.requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    const e = appError('ERR_INTERNAL', `internal error (request ${t.requestId})`);
+    corked(t, () => this.error(t, e, undefined));
+  }
+
+  /** A synchronous handler threw: its request object may be gone, so nothing more is read from it. */
+  readonly crashed = (res: EngineResponse, err: unknown): void => {
+    this.internal({ res, requestId: this.#ids.of(''), origin: '', tenant: '', aborted: false, audit: undefined, series: -1, startedAt: 0 }, err);
+  };
 }
 
 /** Runs `fn` corked, unless the client went away meanwhile. */
 export function corked(t: ReplyTarget & { aborted: boolean }, fn: () => void): void {
   if (t.aborted) return;
   t.res.cork(fn);
-}
-
-/** `{"success":true,"code":…,"message":"…","data":` — the fixed start of a success envelope. */
-export function successPrefix(status: number, message: string): string {
-  return `{"success":true,"code":${status},"message":${JSON.stringify(message)},"data":`;
-}
-
-/** Completes a success envelope after its prefix and serialised data. */
-export function successTail(nextCursor: string | undefined): string {
-  return nextCursor === undefined
-    ? `,"timestamp":"${timestamp()}"}`
-    : `,"next_cursor":${JSON.stringify(nextCursor)},"timestamp":"${timestamp()}"}`;
-}
-
-
-/** Extra headers some errors carry. */
-export function errorHeaders(err: AppError): ReadonlyArray<readonly [string, string]> | undefined {
-  if (err.status === 401) return [['WWW-Authenticate', 'Bearer']];
-  if (err.status === 503) return [['Retry-After', '1']];
-  return undefined;
 }

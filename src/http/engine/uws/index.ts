@@ -10,7 +10,8 @@ type UwsModule = typeof Uws;
 /** The loaded native module, or why it cannot be used here. */
 export type UwsLoad = { readonly uws: UwsModule } | { readonly why: string };
 
-let loaded: UwsLoad | undefined;
+/** The outcome of loading the library, once per process (it reads its settings as it loads). */
+const load: { outcome?: UwsLoad } = {};
 
 /**
  * Loads uWebSockets.js and accepts it only when it is native code. Some builds print a warning
@@ -19,8 +20,8 @@ let loaded: UwsLoad | undefined;
  * throw; either way the reason says what this system lacks (see why.ts).
  */
 export function loadUws(): UwsLoad {
-  loaded ??= tryLoad();
-  return loaded;
+  load.outcome ??= tryLoad();
+  return load.outcome;
 }
 
 /**
