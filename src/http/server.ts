@@ -69,7 +69,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     deps.metrics,
   );
   const workflows = new WorkflowAnswers(
-    backend.workflows,
+    backend,
     cursors,
     (route, data, next) => answers.envelope(route, data, next),
     webhookRules(config.AUTH_WEBHOOK_ALLOWED_HOSTS),

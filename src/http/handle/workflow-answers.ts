@@ -2,11 +2,14 @@ import type { TenantId } from '../../authz/tenant.ts';
 import { appError } from '../../errors/index.ts';
 import { pageAfter } from '../../authz/page.ts';
 import type { RunEntry, ScheduleEntry } from '../../workflow/records.ts';
-import type { WorkflowBackend } from '../backend.ts';
+import type { Backend } from '../backend.ts';
 import type { Cursors } from '../input/cursor.ts';
 import type { Query } from '../input/query.ts';
 import type { WorkflowRoute } from '../api/route-types.ts';
 import type { TenantTarget } from '../reply/reply.ts';
+
+/** The workflow calls of the backend: schedule changes (writes) and the reads of schedules and runs. */
+export type WorkflowBackend = Pick<Backend, 'putSchedule' | 'deleteSchedule' | 'schedules' | 'runs'>;
 
 /** Without `limit`, runs are answered in pages of this size (with next_cursor): a run may list many users. */
 const MAX_RUNS = 100;
