@@ -28,11 +28,5 @@ export function registerAuthzenMetadata(routes: RouteTable, reply: Reply, base: 
 
 /** HEAD: the headers of the document, without it. */
 function head(reply: Reply, res: EngineResponse, req: EngineRequest): void {
-  const t = reply.target(res, req, '');
-  res.writeStatus('200 OK');
-  res.writeHeader('Content-Type', 'application/json');
-  res.writeHeader('X-Request-Id', t.requestId);
-  res.writeHeader('Cache-Control', 'public, max-age=300');
-  reply.writeCors(res, t.origin);
-  res.endWithoutBody();
+  reply.head(reply.target(res, req, ''), CACHE);
 }

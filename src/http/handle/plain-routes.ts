@@ -22,12 +22,7 @@ export function registerPlainRoutes(routes: RouteTable, reply: Reply, backend: B
 }
 
 function pingHead(reply: Reply, res: EngineResponse, req: EngineRequest): void {
-  const t = reply.target(res, req, '');
-  res.writeStatus('200 OK');
-  res.writeHeader('Content-Type', 'application/json');
-  res.writeHeader('X-Request-Id', t.requestId);
-  reply.writeCors(res, t.origin);
-  res.endWithoutBody();
+  reply.head(reply.target(res, req, ''));
 }
 
 const DRAINING = '{"status":"draining"}';

@@ -122,9 +122,15 @@ export class Reply {
     res.end(body, closeConnection || this.#closing);
   }
 
-  /** The CORS headers of an answer written without {@link send} (HEAD). */
-  writeCors(res: EngineResponse, origin: string): void {
-    writeCorsHeaders(res, this.cors, origin);
+  /** A 200 answer to HEAD: the headers of the GET answer, without its body. */
+  head(t: ReplyTarget, extra?: ReadonlyArray<readonly [string, string]>): void {
+    const res = t.res;
+    res.writeStatus('200 OK');
+    res.writeHeader('Content-Type', 'application/json');
+    res.writeHeader('X-Request-Id', t.requestId);
+    if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
+    writeCorsHeaders(res, this.cors, t.origin);
+    res.endWithoutBody();
   }
 
   /** Answers `err` (its status, message and extra headers); corks only if the caller does. */
