@@ -17,6 +17,8 @@ const files = [
   'tests/unit/http/router.test.ts',
   'tests/unit/http/openapi.test.ts',
   'tests/unit/http/credentials.test.ts',
+  'tests/unit/http/reply.test.ts',
+  'tests/regressions/credentials-lru.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',
   'tests/e2e/config.test.ts',

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tenantOfKey } from '../../src/http/credentials.ts';
+import { tenantOfKey } from '../../src/http/input/credentials.ts';
 import { RbacClient } from '../../src/client/index.ts';
 import { freePort, launchGateway, ROOT } from '../../tests/helpers/launcher.ts';
 import type { Dataset } from './dataset.ts';

@@ -11,7 +11,7 @@ import { ROOT } from '../../tests/helpers/launcher.ts';
 import { table } from '../lib/stats.ts';
 import * as graph from './authz/graph.bench.ts';
 import * as page from './authz/page.bench.ts';
-import * as credentials from './http/credentials.bench.ts';
+import * as credentials from './http/input/credentials.bench.ts';
 import * as pipeline from './worker/write-pipeline.bench.ts';
 
 export interface MicroTask {

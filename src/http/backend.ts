@@ -1,10 +1,7 @@
 import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
-import type { WorkflowStore } from '../workflow/records.ts';
-
-/** The workflow calls the HTTP layer makes: schedules and runs, kept in the database. */
-export type WorkflowBackend = Pick<WorkflowStore, 'putSchedule' | 'deleteSchedule' | 'schedules' | 'runs'>;
+import type { RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
 
 /** What the HTTP layer needs from the rest of the worker; it never touches a store directly. */
 export interface Backend {
@@ -21,8 +18,17 @@ export interface Backend {
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /** The tenant's committed revision, read from the database. */
   revision(tenant: TenantId): Promise<number>;
-  /** Workflow schedules and runs. */
-  readonly workflows: WorkflowBackend;
+  /**
+   * Creates or replaces a workflow's schedule, its audit row committed with it: a write, made by
+   * the worker like {@link write} (the HTTP layer holds no store).
+   */
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void>;
+  /** Deletes a schedule with its runs, its audit row committed with it; false when there was none. */
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean>;
+  /** The tenant's workflow schedules. */
+  schedules(tenant: TenantId): Promise<ScheduleEntry[]>;
+  /** A schedule's runs with an id below `before`, newest first, at most `limit`; undefined without the schedule. */
+  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined>;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady(): Promise<string[]>;
 }

@@ -2,34 +2,34 @@ import type { AuditRecord } from '../audit/record.ts';
 import type { TenantCache } from '../cache/index.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
-import { sampleAccessLog } from '../log/access.ts';
-import { API_SERIES, AUTHZEN_CONFIGURATION_SERIES, authzenSeriesOf } from './series.ts';
+import { AccessLog } from '../log/access.ts';
+import { API_SERIES, AUTHZEN_CONFIGURATION_SERIES, authzenSeriesOf } from './api/series.ts';
 import { Pdp } from '../authzen/decide.ts';
-import { AuthzenAnswers } from './authzen-answers.ts';
-import { AuthzenHandler } from './authzen-handler.ts';
-import { registerAuthzenMetadata } from './authzen-metadata.ts';
-import { AUTHZEN_ROUTES } from './routes/authzen.ts';
-import { Answers } from './answers.ts';
-import { ApiHandler } from './api-handler.ts';
+import { AuthzenAnswers } from './handle/authzen-answers.ts';
+import { AuthzenHandler } from './handle/authzen-handler.ts';
+import { registerAuthzenMetadata } from './handle/authzen-metadata.ts';
+import { AUTHZEN_ROUTES } from './api/authzen-routes.ts';
+import { Answers } from './handle/answers.ts';
+import { ApiHandler } from './handle/api-handler.ts';
 import type { Backend } from './backend.ts';
-import { Credentials } from './credentials.ts';
-import { Cursors } from './cursor.ts';
-import { Drain } from './drain.ts';
+import { Credentials } from './input/credentials.ts';
+import { BodyReader } from './input/body.ts';
+import { Cursors } from './input/cursor.ts';
 import type { Engine } from './engine/port.ts';
-import { registerPlainRoutes } from './plain-routes.ts';
-import { corsPolicy, countAnswersIn } from './reply.ts';
+import { registerPlainRoutes } from './handle/plain-routes.ts';
+import { corsPolicy } from './reply/cors.ts';
 import type { RequestMetrics } from '../metrics/requests.ts';
-import { Responder } from './responder.ts';
-import { RouteTable } from './route-table.ts';
-import { ROUTES } from './routes/index.ts';
-import { SlowPath } from './slow-path.ts';
-import { WorkflowAnswers, type WebhookRules } from './workflow-answers.ts';
+import { Reply } from './reply/reply.ts';
+import { RouteTable } from './handle/route-table.ts';
+import { ROUTES } from './api/routes.ts';
+import { SlowPath } from './handle/slow-path.ts';
+import { WorkflowAnswers, type WebhookRules } from './handle/workflow-answers.ts';
 import { TokenAuthority } from '../crypto/tokens.ts';
 import { WebhookHosts } from '../workflow/allowed-hosts.ts';
 import { newWebhookSecret } from '../workflow/secrets.ts';
 
 export type { Backend } from './backend.ts';
-export { API_SERIES } from './series.ts';
+export { API_SERIES } from './api/series.ts';
 
 export interface HttpDeps {
   readonly config: Config;
@@ -54,33 +54,36 @@ export interface HttpServer {
 /** Builds the app with every route of the contract on the chosen engine and starts listening. */
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, cache, backend } = deps;
-  const responder = new Responder(corsPolicy(config.AUTH_ALLOW_CORS, config.AUTH_CORS_ORIGINS), deps.log);
+  const reply = new Reply({
+    cors: corsPolicy(config.AUTH_ALLOW_CORS, config.AUTH_CORS_ORIGINS),
+    log: deps.log,
+    metrics: deps.metrics,
+    access: new AccessLog(config.AUTH_ACCESS_LOG_SAMPLE, API_SERIES, deps.log),
+  });
   const cursors = new Cursors(deps.cursorSecret);
   const answers = new Answers(
-    responder.cors,
+    reply,
     cursors,
     (tenant, since, limit) => backend.changes(tenant, since, limit),
     (tenant, before, limit) => backend.audit(tenant, before, limit),
     deps.metrics,
   );
   const workflows = new WorkflowAnswers(
-    backend.workflows,
+    backend,
     cursors,
     (route, data, next) => answers.envelope(route, data, next),
     webhookRules(config.AUTH_WEBHOOK_ALLOWED_HOSTS),
     config.AUTH_WORKFLOW_MIN_INTERVAL_SECONDS,
   );
-  countAnswersIn(deps.metrics);
-  sampleAccessLog(config.AUTH_ACCESS_LOG_SAMPLE, API_SERIES, deps.log);
-  const drain = new Drain();
+  const drain = reply.drain;
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
   const shared = {
     credentials: new Credentials(tokens, (tenant) => cache.mayExist(tenant)),
     cache,
-    maxBodyBytes: config.AUTH_MAX_BODY_BYTES,
-    responder,
-    slow: new SlowPath(cache, backend, answers, responder, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
+    body: new BodyReader(config.AUTH_MAX_BODY_BYTES),
+    reply,
+    slow: new SlowPath(cache, backend, answers, reply, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
     drain,
     audit: { record: (row: AuditRecord) => backend.recordAudit(row) },
     auditReads: config.AUTH_AUDIT_CHECKS,
@@ -90,11 +93,11 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','));
   const authzen = new AuthzenHandler({ ...shared, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
   const app = deps.engine.createApp();
-  const routes = new RouteTable(app, drain, responder);
+  const routes = new RouteTable(app, drain, reply);
   for (const route of ROUTES) routes.on(route.method, route.path, api.forRoute(route));
   for (const route of AUTHZEN_ROUTES) routes.on('POST', route.path, authzen.forRoute(route, authzenSeriesOf(route)));
-  registerAuthzenMetadata(routes, responder, config.AUTH_AUTHZEN_BASE_URL, AUTHZEN_CONFIGURATION_SERIES);
-  registerPlainRoutes(routes, responder, backend, deps.engine.name, drain);
+  registerAuthzenMetadata(routes, reply, config.AUTH_AUTHZEN_BASE_URL, AUTHZEN_CONFIGURATION_SERIES);
+  registerPlainRoutes(routes, reply, backend, deps.engine.name, drain);
   routes.finish();
   const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);
   return { port: listener.port, drain: () => drain.begin(), close: (graceMs) => drain.close(listener, graceMs) };

@@ -12,36 +12,39 @@ export interface AccessSeries {
   readonly method: string;
 }
 
-/** Share of answers logged: 0 (off), up to 1 (every one). */
-let sample = 0;
-let series: readonly AccessSeries[] = [];
-let log: Logger | undefined;
+/** One server's access log; off (share 0), it costs one comparison per answer. */
+export class AccessLog {
+  /** Share of answers logged: 0 (off), up to 1 (every one). */
+  readonly #sample: number;
+  readonly #series: readonly AccessSeries[];
+  readonly #log: Logger;
 
-/**
- * Logs a share `share` (0..1) of the `/api` answers from now on, through `logger` at level info
- * (none when the logger does not write info lines). `known` names the series that
- * {@link logAccess} is given by index. Set once, at start-up; 0 turns the access log off.
- */
-export function sampleAccessLog(share: number, known: readonly AccessSeries[], logger: Logger): void {
-  sample = Number.isFinite(share) && share > 0 && logger.enabled('info') ? Math.min(1, share) : 0;
-  series = known;
-  log = logger;
-}
+  /**
+   * Logs a share `share` (0..1) of the `/api` answers, through `logger` at level info (none when
+   * the logger does not write info lines). `known` names the series that {@link answered} is
+   * given by index.
+   */
+  constructor(share: number, known: readonly AccessSeries[], logger: Logger) {
+    this.#sample = Number.isFinite(share) && share > 0 && logger.enabled('info') ? Math.min(1, share) : 0;
+    this.#series = known;
+    this.#log = logger;
+  }
 
-/**
- * Called with every answer that is sent: `index` is its request series (-1 outside `/api`: not
- * logged), `startedAt` when its handler took it (performance.now()). Off, this costs one
- * comparison.
- */
-export function logAccess(index: number, status: number, startedAt: number | undefined, requestId: string): void {
-  if (sample === 0) return;
-  if (index < 0 || (sample < 1 && Math.random() >= sample)) return;
-  const s = series[index];
-  log?.info('access', {
-    route: s?.route ?? 'unknown',
-    method: s?.method ?? 'unknown',
-    status,
-    duration_ms: startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
-    request_id: requestId,
-  });
+  /**
+   * Called with every answer that is sent: `index` is its request series (-1 outside `/api`: not
+   * logged), `startedAt` when its handler took it (performance.now()).
+   */
+  answered(index: number, status: number, startedAt: number | undefined, requestId: string): void {
+    const sample = this.#sample;
+    if (sample === 0) return;
+    if (index < 0 || (sample < 1 && Math.random() >= sample)) return;
+    const s = this.#series[index];
+    this.#log.info('access', {
+      route: s?.route ?? 'unknown',
+      method: s?.method ?? 'unknown',
+      status,
+      duration_ms: startedAt === undefined ? null : Math.round((performance.now() - startedAt) * 1000) / 1000,
+      request_id: requestId,
+    });
+  }
 }

@@ -101,7 +101,10 @@ async function startWorker(
       recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
-      workflows: store,
+      putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
+      deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
+      schedules: (tenant) => store.schedules(tenant),
+      runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
       notReady: async () => {
         const missing: string[] = [];
         if (store.open) missing.push('database');

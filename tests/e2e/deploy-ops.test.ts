@@ -14,7 +14,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/index.ts';
 import { configSchema } from '../../src/config/schema.ts';
-import { ROUTES } from '../../src/http/routes/index.ts';
+import { ROUTES } from '../../src/http/api/routes.ts';
 import { METRICS } from '../../src/metrics/definitions.ts';
 import { allPanels, dashboardExpressions, readDashboard, withVariables } from '../helpers/dashboard.ts';
 import { requireService } from '../helpers/services.ts';
@@ -61,9 +61,9 @@ const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && 
 const schemaProps = configSchema.properties as unknown as Record<string, { default?: unknown }>;
 const defaultOf = (key: string): unknown => schemaProps[key]?.default;
 
-/** Paths of the unauthenticated GET routes, read from src/http/plain-routes.ts. */
+/** Paths of the unauthenticated GET routes, read from src/http/handle/plain-routes.ts. */
 function plainGetRoutes(): Set<string> {
-  const src = readFileSync(join(ROOT, 'src/http/plain-routes.ts'), 'utf8');
+  const src = readFileSync(join(ROOT, 'src/http/handle/plain-routes.ts'), 'utf8');
   return new Set([...src.matchAll(/routes\.on\(\s*'GET',\s*'([^']+)'/g)].map((m) => m[1] ?? ''));
 }
 
@@ -304,7 +304,7 @@ test('kubernetes: probes ask routes the service serves, on ports equal to its de
     const get = probe?.httpGet;
     assert.ok(get?.path !== undefined, `${name}: an httpGet probe`);
     const [path = '', query = ''] = get.path.split('?');
-    assert.ok(routes.has(path), `${name}: ${path} is a route of src/http/plain-routes.ts`);
+    assert.ok(routes.has(path), `${name}: ${path} is a route of src/http/handle/plain-routes.ts`);
     if (expected !== undefined) assert.equal(path, expected, name);
     // strict readiness would take every pod out of the Service when a shared dependency is away.
     assert.ok(!/strict/.test(query), `${name}: not ?strict=1`);

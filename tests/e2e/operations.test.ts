@@ -13,7 +13,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
-import { logAccess, sampleAccessLog, type AccessSeries } from '../../src/log/access.ts';
+import { AccessLog, type AccessSeries } from '../../src/log/access.ts';
 import type { Logger } from '../../src/log/index.ts';
 import { rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-record.ts';
@@ -303,7 +303,7 @@ test('access log: with AUTH_ACCESS_LOG_SAMPLE=1 one line per /api answer naming 
   assert.equal(accessLines(off).length, 0, off.stdout());
 });
 
-test('logAccess: off costs nothing and logs nothing; on, it logs the series it is given by index, sampled', () => {
+test('AccessLog: off costs nothing and logs nothing; on, it logs the series it is given by index, sampled', () => {
   const calls: Array<{ msg: string; fields: Record<string, unknown> | undefined }> = [];
   const fake = (infoOn: boolean): Logger => ({
     debug: () => undefined,
@@ -316,33 +316,29 @@ test('logAccess: off costs nothing and logs nothing; on, it logs the series it i
     { route: 'has_permission', method: 'GET' },
     { route: 'unknown', method: 'POST' },
   ];
-  try {
-    sampleAccessLog(0, series, fake(true));
-    logAccess(0, 200, performance.now(), 'r0');
-    assert.equal(calls.length, 0, 'sample 0: nothing');
+  let access = new AccessLog(0, series, fake(true));
+  access.answered(0, 200, performance.now(), 'r0');
+  assert.equal(calls.length, 0, 'sample 0: nothing');
 
-    sampleAccessLog(1, series, fake(true));
-    logAccess(0, 200, performance.now() - 5, 'r1');
-    logAccess(1, 404, undefined, 'r2');
-    logAccess(-1, 200, performance.now(), 'not-api');
-    assert.equal(calls.length, 2, 'every /api answer, none outside /api');
-    assert.equal(calls[0]?.msg, 'access');
-    const first = calls[0]?.fields ?? {};
-    assert.deepEqual({ ...first, duration_ms: undefined }, { route: 'has_permission', method: 'GET', status: 200, duration_ms: undefined, request_id: 'r1' });
-    assert.ok(typeof first.duration_ms === 'number' && first.duration_ms >= 5 && first.duration_ms < 1000);
-    assert.deepEqual(calls[1]?.fields, { route: 'unknown', method: 'POST', status: 404, duration_ms: null, request_id: 'r2' });
+  access = new AccessLog(1, series, fake(true));
+  access.answered(0, 200, performance.now() - 5, 'r1');
+  access.answered(1, 404, undefined, 'r2');
+  access.answered(-1, 200, performance.now(), 'not-api');
+  assert.equal(calls.length, 2, 'every /api answer, none outside /api');
+  assert.equal(calls[0]?.msg, 'access');
+  const first = calls[0]?.fields ?? {};
+  assert.deepEqual({ ...first, duration_ms: undefined }, { route: 'has_permission', method: 'GET', status: 200, duration_ms: undefined, request_id: 'r1' });
+  assert.ok(typeof first.duration_ms === 'number' && first.duration_ms >= 5 && first.duration_ms < 1000);
+  assert.deepEqual(calls[1]?.fields, { route: 'unknown', method: 'POST', status: 404, duration_ms: null, request_id: 'r2' });
 
-    calls.length = 0;
-    sampleAccessLog(1, series, fake(false));
-    logAccess(0, 200, performance.now(), 'r3');
-    assert.equal(calls.length, 0, 'a logger above info: nothing');
+  calls.length = 0;
+  access = new AccessLog(1, series, fake(false));
+  access.answered(0, 200, performance.now(), 'r3');
+  assert.equal(calls.length, 0, 'a logger above info: nothing');
 
-    sampleAccessLog(0.25, series, fake(true));
-    for (let i = 0; i < 4000; i++) logAccess(0, 200, performance.now(), `s${i}`);
-    assert.ok(calls.length > 800 && calls.length < 1200, `a quarter of 4000 sampled: ${calls.length}`);
-  } finally {
-    sampleAccessLog(0, [], fake(true));
-  }
+  access = new AccessLog(0.25, series, fake(true));
+  for (let i = 0; i < 4000; i++) access.answered(0, 200, performance.now(), `s${i}`);
+  assert.ok(calls.length > 800 && calls.length < 1200, `a quarter of 4000 sampled: ${calls.length}`);
 });
 
 test('AUTH_SHUTDOWN_DELAY_MS and AUTH_ACCESS_LOG_SAMPLE: defaults 0, bad values stop start-up with exit code 2 naming the variable', async () => {

@@ -1,5 +1,5 @@
 // Tenant ids for tests. In src/ a TenantId is only made by hashing a client key
-// (src/http/credentials.ts) or read back from a store; tests name theirs directly.
+// (src/http/input/credentials.ts) or read back from a store; tests name theirs directly.
 import { randomBytes } from 'node:crypto';
 import type { TenantId } from '../../src/authz/tenant.ts';
 

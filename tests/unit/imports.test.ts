@@ -235,7 +235,17 @@ function checkComputed(a: Arrow): string | undefined {
   return a.target.kind === 'computed' ? `${where(a)}: a computed specifier cannot be checked; use a string literal` : undefined;
 }
 
-const CHECKS = [checkTable, checkDriver, checkBuiltin, checkRestricted, checkNarrow, checkComputed];
+/** The HTTP engine port and its adapters sit below the rest of http/ (DESIGN): they never import it. */
+const BELOW_PORT = 'http/engine/';
+
+function checkBelowPort(a: Arrow): string | undefined {
+  const { target } = a;
+  if (target.kind !== 'src' || !a.file.startsWith(BELOW_PORT)) return undefined;
+  if (!target.path.startsWith('http/') || target.path.startsWith(BELOW_PORT)) return undefined;
+  return `${where(a)}: src/${BELOW_PORT} is below the layers of http/ that use it (BELOW_PORT in ${HERE}); pass what it needs through the port`;
+}
+
+const CHECKS = [checkTable, checkDriver, checkBuiltin, checkRestricted, checkNarrow, checkBelowPort, checkComputed];
 
 function violations(arrows: readonly Arrow[]): string[] {
   return arrows.flatMap((a) => CHECKS.map((check) => check(a)).filter((v): v is string => v !== undefined));
@@ -249,7 +259,7 @@ test('the parser sees the imports of src/, dynamic and require() ones included',
   assert.ok(seen('main.ts', 'dynamic import', './primary/index.ts'), 'the dynamic import of primary/ in src/main.ts');
   assert.ok(seen('http/engine/uws/index.ts', 'require', 'uWebSockets.js'), 'createRequire(...)(uWebSockets.js)');
   assert.ok(seen('config/index.ts', 're-export', './redact.ts'), 'a re-export');
-  assert.ok(seen('http/server.ts', 'import', './reply.ts'), 'a named import of a sibling');
+  assert.ok(seen('http/server.ts', 'import', './reply/reply.ts'), 'a named import of a sibling');
 });
 
 test('every import under src/ follows the import rules', () => {
@@ -298,6 +308,7 @@ const SYNTHETIC: Readonly<Record<string, string>> = {
     'export type S = Store;',
   ].join('\n'),
   'http/engine/index.ts': "export { uwsApp } from './uws/index.ts';\n",
+  'http/engine/limits.ts': "import { send } from '../reply/reply.ts'; // BAD\nimport type { Handler } from './port.ts';\nexport { send, type Handler };\n",
   'http/engine/uws/index.ts': "import { createRequire } from 'node:module';\nexport const uws = createRequire(import.meta.url)('uWebSockets.js');\n",
   'worker/index.ts': [
     "import { uwsApp } from '../http/engine/uws/index.ts'; // BAD",

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { test } from 'node:test';
 import type { TenantId } from '../../../src/authz/tenant.ts';
-import { Credentials, tenantOfKey } from '../../../src/http/credentials.ts';
+import { Credentials, tenantOfKey } from '../../../src/http/input/credentials.ts';
 
 test('the tenant of a key is the hex SHA-256 of its lower-case form', () => {
   const key = randomUUID().toUpperCase();

@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildOpenApi } from '../../../src/http/openapi.ts';
-import { ROUTES } from '../../../src/http/routes/index.ts';
+import { buildOpenApi } from '../../../src/http/api/openapi.ts';
+import { ROUTES } from '../../../src/http/api/routes.ts';
 import { ROOT, tempDir } from '../../helpers/server.ts';
 
 interface Operation {

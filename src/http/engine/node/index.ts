@@ -1,7 +1,8 @@
 import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
-import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, NOT_HTTP, rawRefusal, refuse, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
+import { appError } from '../../../errors/index.ts';
+import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, NOT_HTTP, REQUEST_TIMEOUT_MS, Refusals, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
 import type { EngineApp, Listener } from '../port.ts';
 import { lowerMethod, NodeRequest, NodeResponse, queryValue } from './exchange.ts';
 import { rawHeadProblem, RawRequest, RawResponse, readRawHead } from './raw-request.ts';
@@ -18,6 +19,7 @@ const IDLE_TIMEOUT_MS = 10_000;
  */
 export function nodeApp(): EngineApp {
   const router = new Router();
+  const refusals = new Refusals();
   const server = createServer({
     keepAliveTimeout: IDLE_TIMEOUT_MS,
     // Both counted from the first byte of the request; checked every second, so 10 to 11 s.
@@ -34,16 +36,16 @@ export function nodeApp(): EngineApp {
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
     const response = new NodeResponse(res, req);
-    if (url.length > MAX_URL_BYTES) return refuse(response, URL_TOO_LONG, sentRequestId(req));
+    if (url.length > MAX_URL_BYTES) return refusals.refuse(response, URL_TOO_LONG, sentRequestId(req));
     const match = router.find(lowerMethod(req.method ?? 'GET'), path);
-    if (match === undefined) return refuse(response, [404, `no route ${req.method ?? ''} ${path}`], sentRequestId(req));
+    if (match === undefined) return refusals.refuse(response, appError('ERR_HTTP_NOT_FOUND', { method: req.method ?? '', url: path }), sentRequestId(req));
     match.handler(response, new NodeRequest(req, path, q < 0 ? undefined : url.slice(q + 1), match.params));
   });
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Socket) => {
     const head = err.code === 'HPE_INVALID_URL' ? readRawHead(err.rawPacket) : undefined;
     const problem = head === undefined ? undefined : rawHeadProblem(head);
     const match = head === undefined || problem !== undefined ? undefined : router.find(head.method, head.path);
-    if (head === undefined || match === undefined || !socket.writable) return answerClientError(err, socket, problem, head?.headers.get('x-request-id'));
+    if (head === undefined || match === undefined || !socket.writable) return answerClientError(refusals, err, socket, problem, head?.headers.get('x-request-id'));
     match.handler(new RawResponse(socket, head.body), new RawRequest(head, match.params, queryValue));
   });
   return {
@@ -104,10 +106,10 @@ const CLIENT_ERRORS: Record<string, Refusal> = {
  * A request node:http could not parse (or `problem`, found in a head read by hand): answered
  * where possible, and the connection closed.
  */
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket, problem?: Refusal, sentRequestId?: string): void {
+function answerClientError(refusals: Refusals, err: NodeJS.ErrnoException, socket: Socket, problem?: Refusal, sentRequestId?: string): void {
   if (!socket.writable || err.code === 'ECONNRESET') {
     socket.destroy();
     return;
   }
-  socket.end(rawRefusal(problem ?? CLIENT_ERRORS[err.code ?? ''] ?? NOT_HTTP, sentRequestId));
+  socket.end(refusals.raw(problem ?? CLIENT_ERRORS[err.code ?? ''] ?? NOT_HTTP, sentRequestId));
 }

@@ -1,7 +1,7 @@
 import type * as Uws from 'uWebSockets.js';
 import type { EngineResponse, Handler } from '../port.ts';
 import { HeadResponse } from './head-response.ts';
-import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, refuse, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
+import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal, type Refusals } from '../limits.ts';
 
 /*
  * What uWS does by itself, and what is left to this file. Its parser refuses, before any handler
@@ -30,13 +30,13 @@ import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, refuse,
 export type Exposure = 'bare' | 'body' | 'head' | 'any';
 
 /** The handler with the transport checks of its head in front, and what its method needs. */
-export function guarded(handler: Handler, exposure: Exposure): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
+export function guarded(handler: Handler, exposure: Exposure, refusals: Refusals): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
   return (res, req) => {
     const problem = headProblem(req);
     const head = exposure === 'head' || (exposure === 'any' && req.getMethod() === 'head');
-    if (problem !== undefined) return refuse(head ? new HeadResponse(res) : res, problem, req.getHeader('x-request-id'));
+    if (problem !== undefined) return refusals.refuse(head ? new HeadResponse(res) : res, problem, req.getHeader('x-request-id'));
     if (head) return handler(new HeadResponse(res), req);
-    handler(exposure === 'body' ? new DeadlineResponse(res, req.getHeader('x-request-id')) : res, req);
+    handler(exposure === 'body' ? new DeadlineResponse(res, req.getHeader('x-request-id'), refusals) : res, req);
   };
 }
 
@@ -68,14 +68,16 @@ function headProblem(req: Uws.HttpRequest): Refusal | undefined {
 class DeadlineResponse implements EngineResponse {
   readonly #res: Uws.HttpResponse;
   readonly #sentRequestId: string;
+  readonly #refusals: Refusals;
   #onAborted: (() => void) | undefined;
   #watching = false;
   #over = false;
   #timer: NodeJS.Timeout | undefined;
 
-  constructor(res: Uws.HttpResponse, sentRequestId: string) {
+  constructor(res: Uws.HttpResponse, sentRequestId: string, refusals: Refusals) {
     this.#res = res;
     this.#sentRequestId = sentRequestId;
+    this.#refusals = refusals;
   }
 
   writeStatus(status: string): this {
@@ -147,7 +149,7 @@ class DeadlineResponse implements EngineResponse {
   readonly #expire = (): void => {
     if (this.#over) return;
     this.#over = true;
-    this.#res.cork(() => refuse(this.#res, TOO_SLOW, this.#sentRequestId));
+    this.#res.cork(() => this.#refusals.refuse(this.#res, TOO_SLOW, this.#sentRequestId));
     this.#onAborted?.();
   };
 }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import type { EngineApp, Handler, Listener, Method } from '../port.ts';
-import { MAX_HEAD_BYTES } from '../limits.ts';
+import { MAX_HEAD_BYTES, Refusals } from '../limits.ts';
 import { guarded } from './guard.ts';
 import { whyNotNative } from './why.ts';
 
@@ -10,7 +10,8 @@ type UwsModule = typeof Uws;
 /** The loaded native module, or why it cannot be used here. */
 export type UwsLoad = { readonly uws: UwsModule } | { readonly why: string };
 
-let loaded: UwsLoad | undefined;
+/** The outcome of loading the library, once per process (it reads its settings as it loads). */
+const load: { outcome?: UwsLoad } = {};
 
 /**
  * Loads uWebSockets.js and accepts it only when it is native code. Some builds print a warning
@@ -19,8 +20,8 @@ let loaded: UwsLoad | undefined;
  * throw; either way the reason says what this system lacks (see why.ts).
  */
 export function loadUws(): UwsLoad {
-  loaded ??= tryLoad();
-  return loaded;
+  load.outcome ??= tryLoad();
+  return load.outcome;
 }
 
 /**
@@ -60,17 +61,18 @@ const TO_UWS = (pattern: string): string => pattern.replace(/\{(\w+)\}/g, ':$1')
  */
 export function uwsApp(uws: UwsModule): EngineApp {
   const app = uws.App();
+  const refusals = new Refusals();
   // GET and HEAD get the native objects, behind the head's checks only: the hot path.
   const register: Record<Method, (pattern: string, h: Handler) => unknown> = {
-    GET: (p, h) => app.get(p, guarded(h, 'bare')),
-    POST: (p, h) => app.post(p, guarded(h, 'body')),
-    DELETE: (p, h) => app.del(p, guarded(h, 'body')),
-    HEAD: (p, h) => app.head(p, guarded(h, 'head')),
+    GET: (p, h) => app.get(p, guarded(h, 'bare', refusals)),
+    POST: (p, h) => app.post(p, guarded(h, 'body', refusals)),
+    DELETE: (p, h) => app.del(p, guarded(h, 'body', refusals)),
+    HEAD: (p, h) => app.head(p, guarded(h, 'head', refusals)),
   };
   return {
     on: (method, pattern, handler) => void register[method](TO_UWS(pattern), handler),
-    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, 'any')),
-    fallback: (handler) => void app.any('/*', guarded(handler, 'any')),
+    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, 'any', refusals)),
+    fallback: (handler) => void app.any('/*', guarded(handler, 'any', refusals)),
     listen: (host, port) =>
       new Promise<Listener>((resolve, reject) => {
         app.listen(host, port, (socket) => {

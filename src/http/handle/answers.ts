@@ -1,0 +1,139 @@
+import fastJson from 'fast-json-stringify';
+import type { ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
+import type { TenantGraph } from '../../authz/graph.ts';
+import { pageAfter } from '../../authz/page.ts';
+import { timestamp } from '../../time/index.ts';
+import type { Cursors } from '../input/cursor.ts';
+import type { Query } from '../input/query.ts';
+import { successPrefix, successTail } from '../reply/envelope.ts';
+import type { Reply, TenantTarget } from '../reply/reply.ts';
+import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
+import type { AuditEntry, AuditPosition } from '../../audit/record.ts';
+import { appError } from '../../errors/index.ts';
+import type { IssuedToken } from '../../crypto/tokens.ts';
+import type { RequestMetrics } from '../../metrics/requests.ts';
+import { data as dataSchemas, type DataSchemaName } from '../api/schemas.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+
+/** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
+const MAX_CHANGES = 10_000;
+
+/** Prebuilt has_permission answers: only the timestamp varies. */
+const HAS_TRUE = `${successPrefix(200, 'OK')}{"has_permission":true},"timestamp":"`;
+const HAS_FALSE = `${successPrefix(200, 'OK')}{"has_permission":false},"timestamp":"`;
+
+/** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
+export type ChangelogReader = (tenant: TenantId, since: number, limit: number) => Promise<ChangeRecord[]>;
+
+/** Reads a tenant's audit rows after `after` (from the top when undefined), newest first by time then id, at most `limit`. */
+export type AuditReader = (tenant: TenantId, after: AuditPosition | undefined, limit: number) => Promise<AuditEntry[]>;
+
+/** Without `limit`, /api/audit answers in pages of this size (with next_cursor). */
+const MAX_AUDIT = 10_000;
+
+/**
+ * The success bodies of /api routes, from serialisers compiled once at start-up: reads answered
+ * from a graph, pages signed with cursors, write results and changelog pages.
+ */
+export class Answers {
+  readonly #reply: Reply;
+  readonly #cursors: Cursors;
+  readonly #changelog: ChangelogReader;
+  readonly #audit: AuditReader;
+  readonly #metrics: RequestMetrics;
+  readonly #serialize: Record<DataSchemaName, (v: unknown) => string>;
+
+  constructor(reply: Reply, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader, metrics: RequestMetrics) {
+    this.#reply = reply;
+    this.#cursors = cursors;
+    this.#changelog = changelog;
+    this.#audit = audit;
+    this.#metrics = metrics;
+    this.#serialize = Object.fromEntries(
+      Object.entries(dataSchemas).map(([k, schema]) => [k, fastJson(schema as object)]),
+    ) as Record<DataSchemaName, (v: unknown) => string>;
+  }
+
+  /** Answers a read route from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */
+  read(t: TenantTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
+    let text: string;
+    if (route.id === 'has_permission') {
+      const allowed = g.check(p[0] as string, p[1] as string);
+      this.#metrics.decision(allowed);
+      text = (allowed ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
+    } else if (route.kind === 'list') {
+      text = this.#listPage(t, route, g, p, query.limit, query.cursor);
+    } else if (route.kind === 'read' && route.run !== undefined) {
+      const data = route.run(g, p, body);
+      this.#countDecisions(route.id, data);
+      text = successPrefix(route.status, route.message) + this.#serialize[route.data](data) + successTail(undefined);
+    } else {
+      throw new Error(`Answers.read called for ${route.id}`);
+    }
+    this.#reply.send(t, route.status, text, g.revision);
+  }
+
+  /** The decisions in a read's answer (CONTRACT.md §9 rbac_check_decisions_total). */
+  #countDecisions(routeId: string, data: unknown): void {
+    if (routeId === 'permission.get') this.#metrics.decision((data as { has_permission: boolean }).has_permission);
+    else if (routeId === 'membership.get') this.#metrics.decision((data as { is_member: boolean }).is_member);
+    else if (routeId === 'check') for (const r of (data as { results: Array<{ has_permission: boolean }> }).results) this.#metrics.decision(r.has_permission);
+  }
+
+  /** The body of a committed write. */
+  written(route: WriteRoute, outcome: WriteCommitted, p: string[]): string {
+    return successPrefix(route.status, route.message) + this.#serialize[route.data](route.result(outcome, p)) + successTail(undefined);
+  }
+
+  /** A page of the tenant's changelog (read from the database, not the graph). */
+  async changesPage(t: TenantTarget, route: LogRoute, query: Query): Promise<string> {
+    const bound = [String(query.since)];
+    let since = query.since;
+    if (query.cursor !== undefined) since = Math.max(since, Number(this.#cursors.open(t.tenant, route.id, bound, query.cursor)));
+    const want = query.limit ?? MAX_CHANGES;
+    const records = await this.#changelog(t.tenant, since, want + 1);
+    const cut = records.length > want;
+    const page = cut ? records.slice(0, want) : records;
+    const last = page[page.length - 1];
+    const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, bound, String(last.revision)) : undefined;
+    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
+  }
+
+  /** A page of the tenant's audit trail, newest first; the cursor holds the last row's time and id. */
+  async auditPage(t: TenantTarget, route: AuditRoute, query: Query): Promise<string> {
+    const after = query.cursor === undefined ? undefined : auditPosition(this.#cursors.open(t.tenant, route.id, [], query.cursor));
+    const want = query.limit ?? MAX_AUDIT;
+    const entries = await this.#audit(t.tenant, after, want + 1);
+    const cut = entries.length > want;
+    const page = cut ? entries.slice(0, want) : entries;
+    const last = page[page.length - 1];
+    const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, [], `${last.at} ${last.id}`) : undefined;
+    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);
+  }
+
+  /** A success envelope of `route` around `data`, with `next_cursor` when a page was cut. */
+  envelope(route: Route, data: unknown, next?: string): string {
+    return successPrefix(route.status, route.message) + this.#serialize[route.data](data) + successTail(next);
+  }
+
+  /** The body of an issued token. */
+  token(route: TokenRoute, issued: IssuedToken): string {
+    const value = { token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn, scope: issued.scope };
+    return successPrefix(route.status, route.message) + this.#serialize[route.data](value) + successTail(undefined);
+  }
+
+  #listPage(t: TenantTarget, route: ListRoute, g: TenantGraph, p: string[], limit: number | undefined, cursor: string | undefined): string {
+    const after = cursor === undefined ? undefined : this.#cursors.open(t.tenant, route.id, p, cursor);
+    const page = pageAfter(route.names(g, p), after, limit);
+    const next = page.after === undefined ? undefined : this.#cursors.sign(t.tenant, route.id, p, page.after);
+    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(g, page.items)) + successTail(next);
+  }
+}
+
+/** The position an audit cursor holds (`<at> <id>`, signed); a cursor of another shape is refused (400). */
+function auditPosition(opened: string): AuditPosition {
+  const space = opened.lastIndexOf(' ');
+  const id = Number(opened.slice(space + 1));
+  if (space <= 0 || !Number.isSafeInteger(id)) throw appError('ERR_VALIDATION_CURSOR');
+  return { at: opened.slice(0, space), id };
+}

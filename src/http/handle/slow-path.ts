@@ -1,0 +1,161 @@
+import type { TenantGraph } from '../../authz/graph.ts';
+import type { TenantCache } from '../../cache/index.ts';
+import { AppError, appError, fromWire } from '../../errors/index.ts';
+import type { Answers } from './answers.ts';
+import type { Backend } from '../backend.ts';
+import type { BodyResult } from '../input/body.ts';
+import type { Drain } from '../reply/drain.ts';
+import type { Query } from '../input/query.ts';
+import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
+import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
+import type { WorkflowAnswers } from './workflow-answers.ts';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
+import type { Principal } from '../input/credentials.ts';
+
+/** How tokens are issued: the signer (none without AUTH_JWT_SECRET_KEY) and the default lifetime. */
+export interface TokenIssuing {
+  readonly authority: TokenAuthority | undefined;
+  readonly defaultTtlSeconds: number;
+}
+
+const MIN_REVISION_WAIT_MS = 1000;
+
+/**
+ * The asynchronous answers of /api: hydration, bodies, writes, the changelog and revision waits.
+ * Every reply is corked (it is written outside the engine's handler) and skipped if the caller
+ * went away.
+ */
+export class SlowPath {
+  readonly #cache: TenantCache;
+  readonly #backend: Backend;
+  readonly #answers: Answers;
+  readonly #reply: Reply;
+  readonly #drain: Drain;
+  readonly #tokens: TokenIssuing;
+  readonly #workflows: WorkflowAnswers;
+
+  constructor(
+    cache: TenantCache, backend: Backend, answers: Answers, reply: Reply, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers,
+  ) {
+    this.#cache = cache;
+    this.#backend = backend;
+    this.#answers = answers;
+    this.#reply = reply;
+    this.#drain = drain;
+    this.#tokens = tokens;
+    this.#workflows = workflows;
+  }
+
+  /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
+  start(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal): void {
+    t.res.onAborted(() => {
+      t.aborted = true;
+    });
+    this.#drain.track(this.#answer(t, route, p, query, failure, body, principal).catch((err: unknown) => this.#failed(t, err)));
+  }
+
+  async #answer(
+    t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal,
+  ): Promise<void> {
+    const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+    if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));
+    let value: unknown;
+    if (body !== undefined) {
+      const b = await body;
+      if (b.error !== undefined) return corked(t, () => this.#reply.error(t, b.error, this.#revisionOr(t, g), b.close));
+      value = b.value;
+    }
+    if (route.kind === 'write') return this.#write(t, route, p, value);
+    if (route.kind === 'log') return this.#changes(t, route, query, g);
+    if (route.kind === 'audit') return this.#auditPage(t, route, query, g);
+    if (route.kind === 'token') return this.#token(t, route, value, principal, g);
+    if (route.kind === 'workflow') return this.#workflow(t, route, p, query, value, g);
+    return this.#read(t, route, p, query, value, g);
+  }
+
+  async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
+    const audit = t.audit === undefined ? undefined : { ...t.audit.draft, status: route.status };
+    const outcome = await this.#backend.write(t.tenant, route.change(p, value), audit);
+    if (!outcome.ok) return corked(t, () => this.#reply.error(t, fromWire(outcome.error), outcome.revision));
+    const text = this.#answers.written(route, outcome, p);
+    corked(t, () => this.#reply.send(t, route.status, text, outcome.revision));
+  }
+
+  async #changes(t: TenantTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
+    const text = await this.#answers.changesPage(t, route, query);
+    corked(t, () => this.#reply.send(t, 200, text, this.#revisionOr(t, g)));
+  }
+
+  async #auditPage(t: TenantTarget, route: AuditRoute, query: Query, g: TenantGraph): Promise<void> {
+    const text = await this.#answers.auditPage(t, route, query);
+    corked(t, () => this.#reply.send(t, 200, text, this.#revisionOr(t, g)));
+  }
+
+  /** Schedules and runs (CONTRACT.md §5): read and written in the database; the revision is not theirs to change. */
+  async #workflow(t: TenantTarget, route: WorkflowRoute, p: string[], query: Query, value: unknown, g: TenantGraph): Promise<void> {
+    const text = await this.#workflows.answer(t, route, p, query, value);
+    corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
+  }
+
+  /** POST /api/token (CONTRACT.md §3): the caller is a client key (checked with the scopes). */
+  async #token(t: TenantTarget, route: TokenRoute, value: unknown, principal: Principal, g: TenantGraph): Promise<void> {
+    const authority = this.#tokens.authority;
+    if (authority === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
+    const asked = (value ?? {}) as { scope?: TokenScope; ttl_seconds?: number };
+    const issued = await authority.issue(principal.tenant, asked.scope ?? 'write', asked.ttl_seconds ?? this.#tokens.defaultTtlSeconds);
+    const text = this.#answers.token(route, issued);
+    corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
+  }
+
+  /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
+  async #read(t: TenantTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
+    const g = await this.graphAtLeast(t, query.minRevision, loaded);
+    if (g instanceof AppError) return corked(t, () => this.#reply.error(t, g, this.#revisionOr(t, loaded)));
+    corked(t, () => {
+      try {
+        this.#answers.read(t, route, g, p, query, body);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        this.#reply.error(t, err, g.revision);
+      }
+    });
+  }
+
+  /**
+   * The tenant's graph at `minRevision` or newer (`X-Authz-Min-Revision`, CONTRACT.md §6), waiting
+   * for it up to a second; the 400 to answer when the database has not reached it, the 503 when it
+   * does not come in time. `loaded`: a graph already in
+   * hand, else the cached one (loaded when missing).
+   */
+  async graphAtLeast(t: TenantTarget, minRevision: number, loaded?: TenantGraph): Promise<TenantGraph | AppError> {
+    const current = loaded ?? this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+    if (minRevision > current.revision) {
+      // The database's revision first: above it, no state can ever answer, and waiting would turn
+      // a client's wrong revision into a 503 that counts against the service (docs/api.md §9).
+      const stored = await this.#backend.revision(t.tenant);
+      if (stored < minRevision) return appError('ERR_CONSISTENCY_REVISION_AHEAD', { revision: minRevision, current: stored });
+      const reached = await this.#cache.waitFor(t.tenant, minRevision, MIN_REVISION_WAIT_MS, () => this.#refresh(t.tenant));
+      if (!reached) return appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: minRevision, waitMs: MIN_REVISION_WAIT_MS });
+    }
+    return this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
+  }
+
+  /** Picks up a change committed by another process: rehydrates when the database is ahead. */
+  async #refresh(tenant: TenantId): Promise<void> {
+    const stored = await this.#backend.revision(tenant);
+    const g = this.#cache.get(tenant);
+    if (g === undefined || stored > g.revision) await this.#cache.reload(tenant);
+  }
+
+  /** A 4xx thrown on the way is the answer; anything else is a 500. */
+  #failed(t: TenantTarget, err: unknown): void {
+    if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#reply.error(t, err, this.#cache.get(t.tenant)?.revision));
+    this.#reply.internal(t, err);
+  }
+
+  /** The revision of the tenant's cached graph now, else of the one this request loaded. */
+  #revisionOr(t: TenantTarget, loaded: TenantGraph): number {
+    return (this.#cache.get(t.tenant) ?? loaded).revision;
+  }
+}

@@ -1,0 +1,101 @@
+import * as nodeCrypto from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import type { TenantId } from '../../authz/tenant.ts';
+import type { TokenAuthority } from '../../crypto/tokens.ts';
+
+const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+/** Three base64url parts: the shape of a compact JWS (jose judges the rest). */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const MAX_REMEMBERED = 100_000;
+
+/** Node 20.12+ hashes a short string in one call, without a Hash object per key (a third of the cost). */
+const oneShot = (nodeCrypto as { hash?: typeof nodeCrypto.hash }).hash;
+const sha256Hex: (text: string) => string =
+  oneShot === undefined ? (text) => nodeCrypto.createHash('sha256').update(text).digest('hex') : (text) => oneShot('sha256', text, 'hex');
+
+/**
+ * Who is calling, once the credential is checked. One object per credential, remembered, so the
+ * hot path allocates nothing for it.
+ */
+export interface Principal {
+  readonly tenant: TenantId;
+  /** A client key may do everything; a token what its scope allows (CONTRACT.md §3). */
+  readonly scope: 'key' | 'read' | 'write';
+  /** How audit rows name it: `key:<first 12 hex of the client hash>` or `token:<jti>`. */
+  readonly credential: string;
+  /** When it stops being valid (ms since the epoch); Infinity for a key. */
+  readonly expiresAtMs: number;
+}
+
+/**
+ * Turns an `Authorization` header into a {@link Principal}. Answers are remembered per header
+ * value (least recently used first out past {@link MAX_REMEMBERED}, a token's entry expiring with
+ * it), so a repeated key or token costs one look-up instead of a hash or a signature check, and a
+ * key in steady use stays remembered however many others pass. Raw keys and tokens live only in this
+ * process's memory; they are never stored, logged or echoed.
+ */
+export class Credentials {
+  readonly #known = new LRUCache<string, Principal>({ max: MAX_REMEMBERED });
+  readonly #tokens: TokenAuthority | undefined;
+  readonly #mayExist: (tenant: TenantId) => boolean;
+
+  /**
+   * `tokens`: the verifier of signed tokens, when the service has a secret for them. `mayExist`:
+   * false for a client that has certainly never written; its key is not remembered, so a flood
+   * of random keys does not churn the map (and push real clients' keys out of it).
+   */
+  constructor(tokens: TokenAuthority | undefined, mayExist: (tenant: TenantId) => boolean = () => true) {
+    this.#tokens = tokens;
+    this.#mayExist = mayExist;
+  }
+
+  /** The principal of a client key, or of a token verified before and still valid; else undefined. */
+  known(header: string): Principal | undefined {
+    const known = this.#known.get(header);
+    if (known !== undefined) {
+      if (known.expiresAtMs === Infinity || known.expiresAtMs > Date.now()) return known;
+      this.#known.delete(header);
+      return undefined;
+    }
+    const key = bearer(header);
+    if (key === undefined || !UUID_V4.test(key)) return undefined;
+    const tenant = tenantOfKey(key);
+    const principal: Principal = { tenant, scope: 'key', credential: `key:${tenant.slice(0, 12)}`, expiresAtMs: Infinity };
+    return this.#mayExist(tenant) ? this.#remember(header, principal) : principal;
+  }
+
+  /** Whether the header holds something shaped like a token that {@link verify} should judge. */
+  mayBeToken(header: string): boolean {
+    const credential = bearer(header);
+    return this.#tokens !== undefined && credential !== undefined && JWT_SHAPE.test(credential);
+  }
+
+  /** The principal of a token (checked by jose, then remembered), or undefined when it is not valid. */
+  async verify(header: string): Promise<Principal | undefined> {
+    const token = bearer(header);
+    if (this.#tokens === undefined || token === undefined) return undefined;
+    const claims = await this.#tokens.verify(token);
+    if (claims === undefined) return undefined;
+    // The sub of a token this service signed is a key's hash (TokenAuthority checked its form).
+    const tenant = claims.sub as TenantId;
+    return this.#remember(header, { tenant, scope: claims.scope, credential: `token:${claims.jti}`, expiresAtMs: claims.expiresAtMs });
+  }
+
+  #remember(header: string, principal: Principal): Principal {
+    this.#known.set(header, principal);
+    return principal;
+  }
+}
+
+/** Tenant id of a client key: the hex SHA-256 of its canonical (lower-case) form. */
+export function tenantOfKey(key: string): TenantId {
+  // The one place a key becomes a TenantId: its hash is what the brand stands for.
+  return sha256Hex(key.toLowerCase()) as TenantId;
+}
+
+/** The credential of `Bearer <credential>` (scheme in any case, one or more spaces), else undefined. */
+function bearer(header: string): string | undefined {
+  if (header.length < 7 || header.slice(0, 6).toLowerCase() !== 'bearer' || header[6] !== ' ') return undefined;
+  const credential = header.slice(7).trim();
+  return credential === '' ? undefined : credential;
+}
