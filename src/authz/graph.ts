@@ -2,6 +2,7 @@ import type { PermId, RoleId, UserId } from './ids.ts';
 import type { Change, Snapshot } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable } from './name-table.ts';
+import { ListMemo } from './list-memo.ts';
 import { knownResourceIds } from './resources.ts';
 import { buildFromSnapshot, emptyParts, type GraphParts } from './snapshot-build.ts';
 
@@ -34,11 +35,12 @@ export class TenantGraph {
   readonly #permsOfRole: Adjacency;
   readonly #rolesOfPerm: Adjacency;
   readonly #descriptions: Array<string | undefined>;
-  #memo = new Map<string, readonly string[]>();
+  /** Lists derived from this revision; forgotten at the next change. */
+  readonly #memo = new ListMemo<string>();
   /** Per permission, its holders' names: kept across changes that do not touch that permission. */
-  readonly #holderLists = new Map<PermId, readonly string[]>();
+  readonly #holderLists = new ListMemo<PermId>();
   /** Per resource type, its known ids: kept until a permission appears or disappears. */
-  readonly #resourceLists = new Map<string, readonly string[]>();
+  readonly #resourceLists = new ListMemo<string>();
 
   /** An empty graph at `revision`, or one over `parts` already built (see {@link buildFromSnapshot}). */
   constructor(revision = 0, parts: GraphParts = emptyParts()) {
@@ -110,7 +112,7 @@ export class TenantGraph {
         break;
     }
     this.#revision = revision;
-    if (this.#memo.size > 0) this.#memo = new Map();
+    if (this.#memo.size > 0) this.#memo.clear();
     return 'applied';
   }
 
@@ -145,12 +147,12 @@ export class TenantGraph {
     const rp = this.#permsOfRole;
     const roles = ur.values;
     const perms = rp.values;
-    const from = ur.start[u] as number;
-    const to = from + (ur.count[u] as number);
+    const from = ur.span[2 * u] as number;
+    const to = from + (ur.span[2 * u + 1] as number);
     for (let i = from; i < to; i++) {
       const r = roles[i] as number;
-      let lo = rp.start[r] as number;
-      let hi = lo + (rp.count[r] as number);
+      let lo = rp.span[2 * r] as number;
+      let hi = lo + (rp.span[2 * r + 1] as number);
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         const v = perms[mid] as number;
@@ -172,7 +174,7 @@ export class TenantGraph {
   /** How many permissions the role has; undefined when the role does not exist. */
   permissionCount(role: string): number | undefined {
     const r = this.#roleNames.id(role);
-    return r === undefined ? undefined : (this.#permsOfRole.count[r] as number);
+    return r === undefined ? undefined : this.#permsOfRole.countOf(r);
   }
 
   /** The ids `i` of every granted permission `t:i:x` of type `t`, sorted (the known resources of §11.4). */
@@ -326,7 +328,7 @@ export class TenantGraph {
   #forgetHoldersOfRole(r: RoleId): void {
     if (this.#holderLists.size === 0) return;
     const rp = this.#permsOfRole;
-    for (let i = 0; i < (rp.count[r] as number); i++) this.#holderLists.delete(rp.at(r, i) as PermId);
+    for (let i = 0; i < rp.countOf(r); i++) this.#holderLists.delete(rp.at(r, i) as PermId);
   }
 
   #createRole(role: string, description: string): void {
@@ -380,7 +382,7 @@ export class TenantGraph {
   #unlinkGrant(r: RoleId, p: PermId): void {
     this.#rolesOfPerm.removeSorted(p, r);
     this.#holderLists.delete(p);
-    if (this.#rolesOfPerm.count[p] !== 0) return;
+    if (this.#rolesOfPerm.countOf(p) !== 0) return;
     this.#rolesOfPerm.clear(p);
     this.#permNames.release(p);
     if (this.#permNames.size === 0) {
@@ -406,7 +408,7 @@ export class TenantGraph {
   /** Where user `u` is, or would go, among the members of `r` (sorted by name). */
   #memberPosition(r: RoleId, u: UserId): number {
     let lo = 0;
-    let hi = this.#membersOfRole.count[r] as number;
+    let hi = this.#membersOfRole.countOf(r);
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       if (this.#userNames.compare(this.#membersOfRole.at(r, mid) as UserId, u) < 0) lo = mid + 1;
@@ -427,7 +429,7 @@ export class TenantGraph {
   /** Removes the user → role side of a membership, and the user when it has no role left. */
   #unlinkMember(u: UserId, r: RoleId): void {
     this.#rolesOfUser.removeSorted(u, r);
-    if (this.#rolesOfUser.count[u] !== 0) return;
+    if (this.#rolesOfUser.countOf(u) !== 0) return;
     this.#rolesOfUser.clear(u);
     this.#userNames.release(u);
     if (this.#userNames.size === 0) {

@@ -1,10 +1,8 @@
-/** Marks a released id in `#start`. */
+/** Marks a released id's start in `#span`. */
 const DEAD = 0xffffffff;
 /** Hash slot states: 0 is empty, -1 a deleted entry (probing continues past it), else id + 1. */
 const EMPTY = 0;
 const DELETED = -1;
-/** Names longer than this cannot be stored (the name rule allows 128 characters). */
-const MAX_NAME_LENGTH = 0xffff;
 
 /** Spreads every input bit over the low bits the table indexes by (MurmurHash3's finaliser). */
 function mix(h: number): number {
@@ -45,13 +43,14 @@ export class NameTable<T extends number> {
   #chars: Uint8Array | Uint16Array = new Uint8Array(256);
   #charsEnd = 0;
   #garbageChars = 0;
-  #start = new Uint32Array(16).fill(DEAD);
-  #length = new Uint16Array(16);
+  /** Id i's name is `#span[2i + 1]` characters from `#span[2i]` (DEAD when released): one cache line for both. */
+  #span: Uint32Array = new Uint32Array(32).fill(DEAD);
   /** One past the highest id ever assigned. */
   #idEnd = 0;
-  #free = new Uint32Array(16);
+  #free: Uint32Array = new Uint32Array(16);
   #freeCount = 0;
-  #slots = new Int32Array(32);
+  /** Pairs (hash, id + 1): a probe compares hashes before it touches any characters. */
+  #slots: Int32Array = new Int32Array(32);
   #deletedSlots = 0;
   #size = 0;
 
@@ -67,48 +66,51 @@ export class NameTable<T extends number> {
 
   /** Bytes held by the buffers. */
   get bytes(): number {
-    return this.#chars.byteLength + this.#start.byteLength + this.#length.byteLength + this.#free.byteLength + this.#slots.byteLength;
+    return this.#chars.byteLength + this.#span.byteLength + this.#free.byteLength + this.#slots.byteLength;
   }
 
   isLive(id: number): boolean {
-    return id < this.#idEnd && this.#start[id] !== DEAD;
+    return id < this.#idEnd && this.#span[2 * id] !== DEAD;
   }
 
   /** The id of `name`, or undefined. Allocation-free: this is the check's look-up. */
   id(name: string): T | undefined {
     const slots = this.#slots;
-    const mask = slots.length - 1;
-    for (let i = hashOf(name) & mask; ; i = (i + 1) & mask) {
-      const s = slots[i] as number;
+    const mask = (slots.length >>> 1) - 1;
+    const hash = hashOf(name) | 0;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const s = slots[2 * i + 1] as number;
       if (s === EMPTY) return undefined;
-      if (s > 0 && this.#equals(s - 1, name)) return (s - 1) as T;
+      if (slots[2 * i] === hash && s > 0 && this.#equals(s - 1, name)) return (s - 1) as T;
     }
   }
 
   #equals(id: number, name: string): boolean {
-    const length = this.#length[id] as number;
+    const span = this.#span;
+    const length = span[2 * id + 1] as number;
     if (length !== name.length) return false;
     const chars = this.#chars;
-    const at = this.#start[id] as number;
+    const at = span[2 * id] as number;
     for (let k = 0; k < length; k++) if (chars[at + k] !== name.charCodeAt(k)) return false;
     return true;
   }
 
   /** The name of a live id. */
   name(id: T): string {
-    const at = this.#start[id] as number;
-    if (at === DEAD || id >= this.#idEnd) throw new Error(`id ${id} is not live`);
-    return String.fromCharCode.apply(null, this.#chars.subarray(at, at + (this.#length[id] as number)) as unknown as number[]);
+    if (!this.isLive(id)) throw new Error(`id ${id} is not live`);
+    const at = this.#span[2 * id] as number;
+    return String.fromCharCode.apply(null, this.#chars.subarray(at, at + (this.#span[2 * id + 1] as number)) as unknown as number[]);
   }
 
   /** Code-point order of two live ids' names (names are compared as UTF-16 code units, as `<` does). */
   compare(a: T, b: T): number {
     if (a === b) return 0;
     const chars = this.#chars;
-    const la = this.#length[a] as number;
-    const lb = this.#length[b] as number;
-    const sa = this.#start[a] as number;
-    const sb = this.#start[b] as number;
+    const span = this.#span;
+    const la = span[2 * a + 1] as number;
+    const lb = span[2 * b + 1] as number;
+    const sa = span[2 * a] as number;
+    const sb = span[2 * b] as number;
     const n = la < lb ? la : lb;
     for (let k = 0; k < n; k++) {
       const d = (chars[sa + k] as number) - (chars[sb + k] as number);
@@ -119,8 +121,8 @@ export class NameTable<T extends number> {
 
   /** Whether the name of live `id` starts with `prefix`. */
   startsWith(id: T, prefix: string): boolean {
-    if ((this.#length[id] as number) < prefix.length) return false;
-    const at = this.#start[id] as number;
+    if ((this.#span[2 * id + 1] as number) < prefix.length) return false;
+    const at = this.#span[2 * id] as number;
     for (let k = 0; k < prefix.length; k++) if (this.#chars[at + k] !== prefix.charCodeAt(k)) return false;
     return true;
   }
@@ -129,13 +131,12 @@ export class NameTable<T extends number> {
   intern(name: string): T {
     const known = this.id(name);
     if (known !== undefined) return known;
-    if (name.length > MAX_NAME_LENGTH) throw new RangeError(`a name of ${name.length} characters is too long`);
     const id = this.#freeCount > 0 ? (this.#free[--this.#freeCount] as number) : this.#idEnd++;
-    if (this.#start.length < this.#idEnd) this.#growIds();
-    this.#start[id] = this.#append(name);
-    this.#length[id] = name.length;
+    if (this.#span.length < 2 * this.#idEnd) this.#span = grown(this.#span, 2 * this.#idEnd, (n) => new Uint32Array(n).fill(DEAD));
+    this.#span[2 * id] = this.#append(name);
+    this.#span[2 * id + 1] = name.length;
     this.#size++;
-    if ((this.#size + this.#deletedSlots) * 2 > this.#slots.length) this.#rehash();
+    if ((this.#size + this.#deletedSlots) * 10 > (this.#slots.length >>> 1) * 7) this.#rehash();
     this.#place(id, hashOf(name));
     return id as T;
   }
@@ -145,8 +146,7 @@ export class NameTable<T extends number> {
     this.#chars = new Uint8Array(256);
     this.#charsEnd = 0;
     this.#garbageChars = 0;
-    this.#start = new Uint32Array(16).fill(DEAD);
-    this.#length = new Uint16Array(16);
+    this.#span = new Uint32Array(32).fill(DEAD);
     this.#idEnd = 0;
     this.#free = new Uint32Array(16);
     this.#freeCount = 0;
@@ -159,13 +159,13 @@ export class NameTable<T extends number> {
   release(id: T): void {
     if (!this.isLive(id)) return;
     const slots = this.#slots;
-    const mask = slots.length - 1;
+    const mask = (slots.length >>> 1) - 1;
     let i = this.#hashOfId(id) & mask;
-    while (slots[i] !== id + 1) i = (i + 1) & mask;
-    slots[i] = DELETED;
+    while (slots[2 * i + 1] !== id + 1) i = (i + 1) & mask;
+    slots[2 * i + 1] = DELETED;
     this.#deletedSlots++;
-    this.#garbageChars += this.#length[id] as number;
-    this.#start[id] = DEAD;
+    this.#garbageChars += this.#span[2 * id + 1] as number;
+    this.#span[2 * id] = DEAD;
     this.#free = grown(this.#free, this.#freeCount + 1, (n) => new Uint32Array(n));
     this.#free[this.#freeCount++] = id;
     this.#size--;
@@ -174,12 +174,7 @@ export class NameTable<T extends number> {
 
   /** Every live id, in id order. */
   *ids(): IterableIterator<T> {
-    for (let id = 0; id < this.#idEnd; id++) if (this.#start[id] !== DEAD) yield id as T;
-  }
-
-  #growIds(): void {
-    this.#start = grown(this.#start, this.#idEnd, (n) => new Uint32Array(n).fill(DEAD));
-    this.#length = grown(this.#length, this.#idEnd, (n) => new Uint16Array(n));
+    for (let id = 0; id < this.#idEnd; id++) if (this.#span[2 * id] !== DEAD) yield id as T;
   }
 
   /** Stores the characters, widening the buffer to two bytes a character for a name beyond Latin-1. */
@@ -205,26 +200,27 @@ export class NameTable<T extends number> {
 
   #hashOfId(id: number): number {
     let h = 0x811c9dc5;
-    const at = this.#start[id] as number;
-    const end = at + (this.#length[id] as number);
+    const at = this.#span[2 * id] as number;
+    const end = at + (this.#span[2 * id + 1] as number);
     for (let k = at; k < end; k++) h = Math.imul(h ^ (this.#chars[k] as number), 0x01000193);
     return mix(h);
   }
 
   #place(id: number, hash: number): void {
     const slots = this.#slots;
-    const mask = slots.length - 1;
+    const mask = (slots.length >>> 1) - 1;
     let i = hash & mask;
-    while ((slots[i] as number) > 0) i = (i + 1) & mask;
-    if (slots[i] === DELETED) this.#deletedSlots--;
-    slots[i] = id + 1;
+    while ((slots[2 * i + 1] as number) > 0) i = (i + 1) & mask;
+    if (slots[2 * i + 1] === DELETED) this.#deletedSlots--;
+    slots[2 * i] = hash | 0;
+    slots[2 * i + 1] = id + 1;
   }
 
-  /** Rebuilds the hash at a load of at most a quarter, dropping deleted slots. */
+  /** Rebuilds the hash at a load of at most a half, dropping deleted slots. */
   #rehash(): void {
-    this.#slots = new Int32Array(powerOfTwo(this.#size * 4));
+    this.#slots = new Int32Array(2 * powerOfTwo(this.#size * 2));
     this.#deletedSlots = 0;
-    for (let id = 0; id < this.#idEnd; id++) if (this.#start[id] !== DEAD) this.#place(id, this.#hashOfId(id));
+    for (let id = 0; id < this.#idEnd; id++) if (this.#span[2 * id] !== DEAD) this.#place(id, this.#hashOfId(id));
   }
 
   #compactChars(): void {
@@ -233,11 +229,11 @@ export class NameTable<T extends number> {
     const chars = old instanceof Uint16Array ? new Uint16Array(Math.max(256, live)) : new Uint8Array(Math.max(256, live));
     let end = 0;
     for (let id = 0; id < this.#idEnd; id++) {
-      const at = this.#start[id] as number;
+      const at = this.#span[2 * id] as number;
       if (at === DEAD) continue;
-      const length = this.#length[id] as number;
+      const length = this.#span[2 * id + 1] as number;
       chars.set(old.subarray(at, at + length), end);
-      this.#start[id] = end;
+      this.#span[2 * id] = end;
       end += length;
     }
     this.#chars = chars;

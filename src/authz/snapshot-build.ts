@@ -64,24 +64,36 @@ function buildGrants(parts: GraphParts, grants: Snapshot['grants']): void {
 
 function buildMemberships(parts: GraphParts, memberships: Snapshot['memberships']): void {
   const { roleNames, userNames, rolesOfUser, membersOfRole } = parts;
-  const known = memberships.filter(([, role]) => roleNames.id(role) !== undefined);
-  // Interning in name order makes id order name order (until later writes add users).
-  const names = [...new Set(known.map(([user]) => user))].sort();
-  for (const name of names) userNames.intern(name);
-  const userOf = new Uint32Array(known.length);
-  const roleOf = new Uint32Array(known.length);
-  known.forEach(([user, role], i) => {
-    userOf[i] = userNames.id(user) as number;
-    roleOf[i] = roleNames.id(role) as number;
-  });
-  fill(rolesOfUser, userNames.idEnd, userOf, roleOf, known.length);
-  const perRole = new Uint32Array(roleNames.idEnd);
-  for (let u = 0; u < userNames.idEnd; u++) for (let i = 0; i < (rolesOfUser.count[u] as number); i++) {
-    const r = rolesOfUser.at(u, i);
-    perRole[r] = (perRole[r] as number) + 1;
+  const userOf = new Uint32Array(memberships.length);
+  const roleOf = new Uint32Array(memberships.length);
+  let n = 0;
+  for (const [user, role] of memberships) {
+    const r = roleNames.id(role);
+    if (r === undefined) continue;
+    roleOf[n] = r;
+    userOf[n++] = userNames.intern(user);
   }
+  fill(rolesOfUser, userNames.idEnd, userOf, roleOf, n);
+  const perRole = new Uint32Array(roleNames.idEnd);
+  for (let i = 0; i < userNames.idEnd; i++) forEachRole(rolesOfUser, i, (r) => (perRole[r] = (perRole[r] as number) + 1));
   membersOfRole.reserve(perRole);
-  for (let u = 0; u < userNames.idEnd; u++) for (let i = 0; i < (rolesOfUser.count[u] as number); i++) membersOfRole.push(rolesOfUser.at(u, i), u);
+  // Appending the users in name order leaves every role's members sorted by name.
+  for (const u of usersByName(userNames)) forEachRole(rolesOfUser, u, (r) => membersOfRole.push(r, u));
+}
+
+function forEachRole(rolesOfUser: Adjacency, u: number, visit: (r: number) => void): void {
+  for (let i = 0; i < rolesOfUser.countOf(u); i++) visit(rolesOfUser.at(u, i));
+}
+
+/** Every user id, in name order: one sort of the ids, skipped when the rows came sorted already. */
+function usersByName(userNames: NameTable<UserId>): Uint32Array {
+  const ids = new Uint32Array(userNames.idEnd);
+  let sorted = true;
+  for (let i = 0; i < ids.length; i++) {
+    ids[i] = i;
+    if (i > 0 && sorted && userNames.compare((i - 1) as UserId, i as UserId) > 0) sorted = false;
+  }
+  return sorted ? ids : ids.sort((a, b) => userNames.compare(a as UserId, b as UserId));
 }
 
 /** Lays out `adjacency` over `nodes` nodes from `n` pairs (from[i] → to[i]), each segment sorted, repeats dropped. */
