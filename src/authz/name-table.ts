@@ -11,10 +11,16 @@ function mix(h: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
-/** FNV-1a over UTF-16 code units, mixed: computed the same way from a string and from the table. */
+/**
+ * FNV-1a over pairs of UTF-16 code units (half the steps of one per unit: this is most of a
+ * check's look-up), mixed. {@link NameTable} computes the same from its characters.
+ */
 function hashOf(name: string): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
+  const n = name.length;
+  let i = 0;
+  for (; i + 1 < n; i += 2) h = Math.imul(h ^ (name.charCodeAt(i) | (name.charCodeAt(i + 1) << 16)), 0x01000193);
+  if (i < n) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193);
   return mix(h);
 }
 
@@ -202,7 +208,10 @@ export class NameTable<T extends number> {
     let h = 0x811c9dc5;
     const at = this.#span[2 * id] as number;
     const end = at + (this.#span[2 * id + 1] as number);
-    for (let k = at; k < end; k++) h = Math.imul(h ^ (this.#chars[k] as number), 0x01000193);
+    const chars = this.#chars;
+    let k = at;
+    for (; k + 1 < end; k += 2) h = Math.imul(h ^ ((chars[k] as number) | ((chars[k + 1] as number) << 16)), 0x01000193);
+    if (k < end) h = Math.imul(h ^ (chars[k] as number), 0x01000193);
     return mix(h);
   }
 
