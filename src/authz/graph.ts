@@ -3,6 +3,7 @@ import type { Change, Snapshot } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable } from './name-table.ts';
 import { ListMemo } from './list-memo.ts';
+import { holdersOf, memberPosition, namesOf } from './members.ts';
 import { knownResourceIds } from './resources.ts';
 import { buildFromSnapshot, emptyParts, type GraphParts } from './snapshot-build.ts';
 
@@ -235,20 +236,20 @@ export class TenantGraph {
   rolePermissions(role: string): readonly string[] | undefined {
     const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`rp\0${role}`, () => this.#namesOf(this.#permsOfRole.copyOf(r), this.#permNames).sort(byCodePoint));
+    return this.#memoised(`rp\0${role}`, () => namesOf(this.#permsOfRole.copyOf(r), this.#permNames).sort(byCodePoint));
   }
 
   /** Members of a role, sorted (as they are stored); undefined when the role does not exist. */
   members(role: string): readonly string[] | undefined {
     const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`m\0${role}`, () => this.#namesOf(this.#membersOfRole.copyOf(r), this.#userNames));
+    return this.#memoised(`m\0${role}`, () => namesOf(this.#membersOfRole.copyOf(r), this.#userNames));
   }
 
   userRoles(user: string): readonly string[] {
     const u = this.#userNames.id(user);
     if (u === undefined) return [];
-    return this.#memoised(`ur\0${user}`, () => this.#namesOf(this.#rolesOfUser.copyOf(u), this.#roleNames).sort(byCodePoint));
+    return this.#memoised(`ur\0${user}`, () => namesOf(this.#rolesOfUser.copyOf(u), this.#roleNames).sort(byCodePoint));
   }
 
   userPermissions(user: string): readonly string[] {
@@ -257,14 +258,14 @@ export class TenantGraph {
     return this.#memoised(`up\0${user}`, () => {
       const perms = new Set<PermId>();
       for (const r of this.#rolesOfUser.copyOf(u)) for (const p of this.#permsOfRole.copyOf(r)) perms.add(p as PermId);
-      return this.#namesOf(perms, this.#permNames).sort(byCodePoint);
+      return namesOf(perms, this.#permNames).sort(byCodePoint);
     });
   }
 
   whichRolesCan(permission: string): readonly string[] {
     const p = this.#permNames.id(permission);
     if (p === undefined) return [];
-    return this.#memoised(`wr\0${permission}`, () => this.#namesOf(this.#rolesOfPerm.copyOf(p), this.#roleNames).sort(byCodePoint));
+    return this.#memoised(`wr\0${permission}`, () => namesOf(this.#rolesOfPerm.copyOf(p), this.#roleNames).sort(byCodePoint));
   }
 
   /**
@@ -277,37 +278,13 @@ export class TenantGraph {
     if (p === undefined) return [];
     let list = this.#holderLists.get(p);
     if (list === undefined) {
-      list = this.#namesOf(this.#holdersOf(p), this.#userNames);
+      list = namesOf(holdersOf(p, this.#rolesOfPerm, this.#membersOfRole, this.#userNames), this.#userNames);
       this.#holderLists.set(p, list);
     }
     return list;
   }
 
   // ---- internals ----------------------------------------------------------------------------
-
-  /** The union of the member lists of the roles granting `p`, in name order, merged pairwise. */
-  #holdersOf(p: PermId): Uint32Array {
-    let merged: Uint32Array = new Uint32Array(0);
-    for (const r of this.#rolesOfPerm.copyOf(p)) merged = this.#mergeByName(merged, this.#membersOfRole.copyOf(r));
-    return merged;
-  }
-
-  #mergeByName(a: Uint32Array, b: Uint32Array): Uint32Array {
-    if (a.length === 0) return b;
-    const out = new Uint32Array(a.length + b.length);
-    let i = 0;
-    let j = 0;
-    let n = 0;
-    while (i < a.length && j < b.length) {
-      const d = this.#userNames.compare(a[i] as UserId, b[j] as UserId);
-      if (d <= 0) out[n++] = a[i++] as number;
-      else out[n++] = b[j++] as number;
-      if (d === 0) j++;
-    }
-    while (i < a.length) out[n++] = a[i++] as number;
-    while (j < b.length) out[n++] = b[j++] as number;
-    return out.subarray(0, n);
-  }
 
   #memoised(key: string, build: () => string[]): readonly string[] {
     let list = this.#memo.get(key);
@@ -316,12 +293,6 @@ export class TenantGraph {
       this.#memo.set(key, list);
     }
     return list;
-  }
-
-  #namesOf<T extends number>(ids: Iterable<number>, table: NameTable<T>): string[] {
-    const out: string[] = [];
-    for (const id of ids) out.push(table.name(id as T));
-    return out;
   }
 
   /** The holders of every permission of role `r` may have changed. */
@@ -401,27 +372,15 @@ export class TenantGraph {
       this.#rolesOfUser.ensureNodes(this.#userNames.idEnd);
     }
     if (!this.#rolesOfUser.insertSorted(u, r)) return;
-    this.#membersOfRole.insertAt(r, this.#memberPosition(r, u), u);
+    this.#membersOfRole.insertAt(r, memberPosition(this.#membersOfRole, this.#userNames, r, u), u);
     this.#forgetHoldersOfRole(r);
-  }
-
-  /** Where user `u` is, or would go, among the members of `r` (sorted by name). */
-  #memberPosition(r: RoleId, u: UserId): number {
-    let lo = 0;
-    let hi = this.#membersOfRole.countOf(r);
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.#userNames.compare(this.#membersOfRole.at(r, mid) as UserId, u) < 0) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
   }
 
   #removeMember(user: string, role: string): void {
     const r = this.#roleNames.id(role);
     const u = this.#userNames.id(user);
     if (r === undefined || u === undefined || !this.#rolesOfUser.has(u, r)) return;
-    this.#membersOfRole.removeAt(r, this.#memberPosition(r, u));
+    this.#membersOfRole.removeAt(r, memberPosition(this.#membersOfRole, this.#userNames, r, u));
     this.#unlinkMember(u, r);
     this.#forgetHoldersOfRole(r);
   }
