@@ -12,6 +12,8 @@ const files = [
   'tests/unit/authz/write-rules.test.ts',
   'tests/unit/authz/resources.test.ts',
   'tests/unit/authz/holders.test.ts',
+  'tests/unit/authz/compact-graph.test.ts',
+  'tests/unit/authz/estimate.test.ts',
   'tests/unit/errors/catalogue.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',

@@ -1,55 +1,63 @@
-import { Interner, type PermId, type RoleId, type UserId } from './ids.ts';
+import type { PermId, RoleId, UserId } from './ids.ts';
 import type { Change, Snapshot } from './changes.ts';
-import { HolderIndex } from './holders.ts';
-import { ResourceIndex } from './resources.ts';
+import type { Adjacency } from './adjacency.ts';
+import type { NameTable } from './name-table.ts';
+import { ListMemo } from './list-memo.ts';
+import { holdersOf, memberPosition, namesOf } from './members.ts';
+import { knownResourceIds } from './resources.ts';
+import { buildFromSnapshot, emptyParts, type GraphParts } from './snapshot-build.ts';
 
 /** Result of applying a change: `applied`, or why it was not. */
 export type ApplyResult = 'applied' | 'stale' | 'gap';
 
-// Rough per-item costs in bytes (V8 Map/Set entries, arrays, string headers). The estimate only
-// has to be proportional: it bounds the cache, it is not an accounting.
-const BASE_BYTES = 1024;
-const ROLE_BYTES = 360;
-const PERM_BYTES = 200;
-const USER_BYTES = 200;
-const EDGE_BYTES = 64;
+/** The graph object, its typed-array wrappers and the role descriptions' headers: small and fixed. */
+const BASE_BYTES = 2048;
+/** A JS string's header, for the role descriptions (the only names kept as strings). */
+const STRING_HEADER_BYTES = 16;
 
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /**
  * The permission graph of one tenant at one revision. Pure and synchronous: every read route is
- * answered from here. Lists come back sorted by code point (names are ASCII, so UTF-16 order is
- * code-point order) and are memoised until the next change.
+ * answered from here. Names are interned in three {@link NameTable}s and the relations are four
+ * {@link Adjacency} buffers (user → roles, role → members sorted by name, role → permissions,
+ * permission → roles), so the graph's memory is the byte length of its buffers, which is what
+ * {@link TenantGraph.estimatedBytes} reports. Lists come back sorted by code point (names are
+ * ASCII, so UTF-16 order is code-point order) and are memoised until the next change.
  */
 export class TenantGraph {
   #revision: number;
-  readonly #roles = new Interner<RoleId>();
-  readonly #perms = new Interner<PermId>();
-  readonly #users = new Interner<UserId>();
-  readonly #description: Array<string | undefined> = [];
-  readonly #rolePerms: Array<Set<PermId> | undefined> = [];
-  readonly #roleUsers: Array<Set<UserId> | undefined> = [];
-  readonly #permRoles: Array<Set<RoleId> | undefined> = [];
-  /** Per user, the roles as a plain array: the check loop iterates it without an iterator. */
-  readonly #userRoles: Array<RoleId[] | undefined> = [];
-  /** The resource ids named by granted `t:i:a` permissions, per type (CONTRACT.md §11.4). */
-  readonly #resources = new ResourceIndex();
-  /** Per permission, the users holding it (through any role), sorted. */
-  readonly #holders = new HolderIndex((u) => this.#users.name(u));
-  #edges = 0;
-  #nameBytes = 0;
-  #memo = new Map<string, readonly string[]>();
+  readonly #userNames: NameTable<UserId>;
+  readonly #roleNames: NameTable<RoleId>;
+  readonly #permNames: NameTable<PermId>;
+  readonly #rolesOfUser: Adjacency;
+  /** Per role, its members sorted by name: `members` and `whichUsersCan` read them in order. */
+  readonly #membersOfRole: Adjacency;
+  readonly #permsOfRole: Adjacency;
+  readonly #rolesOfPerm: Adjacency;
+  readonly #descriptions: Array<string | undefined>;
+  /** Lists derived from this revision; forgotten at the next change. */
+  readonly #memo = new ListMemo<string>();
+  /** Per permission, its holders' names: kept across changes that do not touch that permission. */
+  readonly #holderLists = new ListMemo<PermId>();
+  /** Per resource type, its known ids: kept until a permission appears or disappears. */
+  readonly #resourceLists = new ListMemo<string>();
 
-  constructor(revision = 0) {
+  /** An empty graph at `revision`, or one over `parts` already built (see {@link buildFromSnapshot}). */
+  constructor(revision = 0, parts: GraphParts = emptyParts()) {
     this.#revision = revision;
+    this.#userNames = parts.userNames;
+    this.#roleNames = parts.roleNames;
+    this.#permNames = parts.permNames;
+    this.#rolesOfUser = parts.rolesOfUser;
+    this.#membersOfRole = parts.membersOfRole;
+    this.#permsOfRole = parts.permsOfRole;
+    this.#rolesOfPerm = parts.rolesOfPerm;
+    this.#descriptions = parts.descriptions;
   }
 
   static fromSnapshot(s: Snapshot): TenantGraph {
-    const g = new TenantGraph(s.revision);
-    for (const [role, description] of s.roles) g.#createRole(role, description);
-    for (const [role, permission] of s.grants) g.#grant(role, permission);
-    for (const [user, role] of s.memberships) g.#addMember(user, role);
-    return g;
+    return new TenantGraph(s.revision, buildFromSnapshot(s));
   }
 
   /** The revision this graph reflects. */
@@ -57,16 +65,23 @@ export class TenantGraph {
     return this.#revision;
   }
 
-  /** Approximate heap size, for the cache budget. */
+  /**
+   * The graph's memory in bytes, for the cache budget: the byte length of every buffer (slack
+   * included), the role descriptions and a small fixed overhead. Memoised lists are not counted.
+   */
   get estimatedBytes(): number {
+    let descriptions = 8 * this.#descriptions.length;
+    for (const d of this.#descriptions) if (d !== undefined) descriptions += STRING_HEADER_BYTES + 2 * d.length;
     return (
       BASE_BYTES +
-      this.#roles.size * ROLE_BYTES +
-      this.#perms.size * PERM_BYTES +
-      this.#users.size * USER_BYTES +
-      this.#edges * EDGE_BYTES +
-      this.#holders.entries * EDGE_BYTES +
-      this.#nameBytes
+      this.#userNames.bytes +
+      this.#roleNames.bytes +
+      this.#permNames.bytes +
+      this.#rolesOfUser.bytes +
+      this.#membersOfRole.bytes +
+      this.#permsOfRole.bytes +
+      this.#rolesOfPerm.bytes +
+      descriptions
     );
   }
 
@@ -98,7 +113,7 @@ export class TenantGraph {
         break;
     }
     this.#revision = revision;
-    if (this.#memo.size > 0) this.#memo = new Map();
+    if (this.#memo.size > 0) this.#memo.clear();
     return 'applied';
   }
 
@@ -106,16 +121,10 @@ export class TenantGraph {
 
   /** Whether `user` holds `permission` through any role. Allocation-free. */
   check(user: string, permission: string): boolean {
-    const u = this.#users.id(user);
+    const u = this.#userNames.id(user);
     if (u === undefined) return false;
-    const p = this.#perms.id(permission);
-    if (p === undefined) return false;
-    const roles = this.#userRoles[u];
-    if (roles === undefined) return false;
-    for (let i = 0; i < roles.length; i++) {
-      if (this.#rolePerms[roles[i] as RoleId]?.has(p) === true) return true;
-    }
-    return false;
+    const p = this.#permNames.id(permission);
+    return p !== undefined && this.#holds(u, p);
   }
 
   /**
@@ -123,18 +132,35 @@ export class TenantGraph {
    * one user look-up for all of them, allocation-free.
    */
   checkAny(user: string, a: string, b: string | undefined, c: string | undefined): boolean {
-    const u = this.#users.id(user);
+    const u = this.#userNames.id(user);
     if (u === undefined) return false;
-    const roles = this.#userRoles[u];
-    if (roles === undefined) return false;
-    return this.#holds(roles, a) || (b !== undefined && this.#holds(roles, b)) || (c !== undefined && this.#holds(roles, c));
+    return this.#holdsNamed(u, a) || (b !== undefined && this.#holdsNamed(u, b)) || (c !== undefined && this.#holdsNamed(u, c));
   }
 
-  #holds(roles: readonly RoleId[], permission: string): boolean {
-    const p = this.#perms.id(permission);
-    if (p === undefined) return false;
-    for (let i = 0; i < roles.length; i++) {
-      if (this.#rolePerms[roles[i] as RoleId]?.has(p) === true) return true;
+  #holdsNamed(u: UserId, permission: string): boolean {
+    const p = this.#permNames.id(permission);
+    return p !== undefined && this.#holds(u, p);
+  }
+
+  /** The check loop: the user's roles, each a binary search of its sorted permissions. Inlined reads of the buffers, no calls per role. */
+  #holds(u: UserId, p: PermId): boolean {
+    const ur = this.#rolesOfUser;
+    const rp = this.#permsOfRole;
+    const roles = ur.values;
+    const perms = rp.values;
+    const from = ur.span[2 * u] as number;
+    const to = from + (ur.span[2 * u + 1] as number);
+    for (let i = from; i < to; i++) {
+      const r = roles[i] as number;
+      let lo = rp.span[2 * r] as number;
+      let hi = lo + (rp.span[2 * r + 1] as number);
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        const v = perms[mid] as number;
+        if (v === p) return true;
+        if (v < p) lo = mid + 1;
+        else hi = mid;
+      }
     }
     return false;
   }
@@ -143,18 +169,23 @@ export class TenantGraph {
 
   /** Whether the user has at least one membership (users exist only through them). */
   hasUser(user: string): boolean {
-    return this.#users.id(user) !== undefined;
+    return this.#userNames.id(user) !== undefined;
   }
 
   /** How many permissions the role has; undefined when the role does not exist. */
   permissionCount(role: string): number | undefined {
-    const r = this.#roles.id(role);
-    return r === undefined ? undefined : this.#rolePerms[r]?.size;
+    const r = this.#roleNames.id(role);
+    return r === undefined ? undefined : this.#permsOfRole.countOf(r);
   }
 
   /** The ids `i` of every granted permission `t:i:x` of type `t`, sorted (the known resources of §11.4). */
   knownResources(type: string): readonly string[] {
-    return this.#resources.ids(type);
+    let list = this.#resourceLists.get(type);
+    if (list === undefined) {
+      list = knownResourceIds(this.#permNames, type);
+      if (list.length > 0) this.#resourceLists.set(type, list);
+    }
+    return list;
   }
 
   /**
@@ -172,75 +203,85 @@ export class TenantGraph {
   }
 
   hasRole(role: string): boolean {
-    return this.#roles.id(role) !== undefined;
+    return this.#roleNames.id(role) !== undefined;
   }
 
   /** Whether the role has the permission; undefined when the role does not exist. */
   roleHasPermission(role: string, permission: string): boolean | undefined {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    const p = this.#perms.id(permission);
-    return p !== undefined && this.#rolePerms[r]?.has(p) === true;
+    const p = this.#permNames.id(permission);
+    return p !== undefined && this.#permsOfRole.has(r, p);
   }
 
   /** Whether the user is a member of the role; undefined when the role does not exist. */
   isMember(user: string, role: string): boolean | undefined {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    const u = this.#users.id(user);
-    return u !== undefined && this.#roleUsers[r]?.has(u) === true;
+    const u = this.#userNames.id(user);
+    return u !== undefined && this.#rolesOfUser.has(u, r);
   }
 
   description(role: string): string | undefined {
-    const r = this.#roles.id(role);
-    return r === undefined ? undefined : this.#description[r];
+    const r = this.#roleNames.id(role);
+    return r === undefined ? undefined : this.#descriptions[r];
   }
 
   /** All role names, sorted. */
   roles(): readonly string[] {
-    return this.#memoised('roles', () => [...this.#roles.names()]);
+    return this.#memoised('roles', () => [...this.#roleNames.ids()].map((r) => this.#roleNames.name(r)).sort(byCodePoint));
   }
 
   /** Permissions of a role, sorted; undefined when the role does not exist. */
   rolePermissions(role: string): readonly string[] | undefined {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`rp\0${role}`, () => this.#namesOf(this.#rolePerms[r], this.#perms));
+    return this.#memoised(`rp\0${role}`, () => namesOf(this.#permsOfRole.copyOf(r), this.#permNames).sort(byCodePoint));
   }
 
-  /** Members of a role, sorted; undefined when the role does not exist. */
+  /** Members of a role, sorted (as they are stored); undefined when the role does not exist. */
   members(role: string): readonly string[] | undefined {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`m\0${role}`, () => this.#namesOf(this.#roleUsers[r], this.#users));
+    return this.#memoised(`m\0${role}`, () => namesOf(this.#membersOfRole.copyOf(r), this.#userNames));
   }
 
   userRoles(user: string): readonly string[] {
-    const u = this.#users.id(user);
+    const u = this.#userNames.id(user);
     if (u === undefined) return [];
-    return this.#memoised(`ur\0${user}`, () => this.#namesOf(this.#userRoles[u], this.#roles));
+    return this.#memoised(`ur\0${user}`, () => namesOf(this.#rolesOfUser.copyOf(u), this.#roleNames).sort(byCodePoint));
   }
 
   userPermissions(user: string): readonly string[] {
-    const u = this.#users.id(user);
+    const u = this.#userNames.id(user);
     if (u === undefined) return [];
     return this.#memoised(`up\0${user}`, () => {
       const perms = new Set<PermId>();
-      for (const r of this.#userRoles[u] ?? []) for (const p of this.#rolePerms[r] ?? []) perms.add(p);
-      return this.#namesOf(perms, this.#perms);
+      for (const r of this.#rolesOfUser.copyOf(u)) for (const p of this.#permsOfRole.copyOf(r)) perms.add(p as PermId);
+      return namesOf(perms, this.#permNames).sort(byCodePoint);
     });
   }
 
   whichRolesCan(permission: string): readonly string[] {
-    const p = this.#perms.id(permission);
+    const p = this.#permNames.id(permission);
     if (p === undefined) return [];
-    return this.#memoised(`wr\0${permission}`, () => this.#namesOf(this.#permRoles[p], this.#roles));
+    return this.#memoised(`wr\0${permission}`, () => namesOf(this.#rolesOfPerm.copyOf(p), this.#roleNames).sort(byCodePoint));
   }
 
-  /** The users holding the permission through any role, sorted: kept up to date by every change, never rebuilt per read. */
+  /**
+   * The users holding the permission through any role, sorted: a merge of the granting roles'
+   * member lists, which are kept sorted by name through every write. Kept until a change touches
+   * this permission's roles or their members.
+   */
   whichUsersCan(permission: string): readonly string[] {
-    const p = this.#perms.id(permission);
-    return p === undefined ? [] : this.#holders.holders(p);
+    const p = this.#permNames.id(permission);
+    if (p === undefined) return [];
+    let list = this.#holderLists.get(p);
+    if (list === undefined) {
+      list = namesOf(holdersOf(p, this.#rolesOfPerm, this.#membersOfRole, this.#userNames), this.#userNames);
+      this.#holderLists.set(p, list);
+    }
+    return list;
   }
 
   // ---- internals ----------------------------------------------------------------------------
@@ -248,130 +289,111 @@ export class TenantGraph {
   #memoised(key: string, build: () => string[]): readonly string[] {
     let list = this.#memo.get(key);
     if (list === undefined) {
-      list = build().sort(byCodePoint);
+      list = build();
       this.#memo.set(key, list);
     }
     return list;
   }
 
-  #namesOf<T extends number>(ids: Iterable<T> | undefined, interner: Interner<T>): string[] {
-    const out: string[] = [];
-    if (ids !== undefined) for (const id of ids) out.push(interner.name(id));
-    return out;
+  /** The holders of every permission of role `r` may have changed. */
+  #forgetHoldersOfRole(r: RoleId): void {
+    if (this.#holderLists.size === 0) return;
+    const rp = this.#permsOfRole;
+    for (let i = 0; i < rp.countOf(r); i++) this.#holderLists.delete(rp.at(r, i) as PermId);
   }
 
   #createRole(role: string, description: string): void {
-    if (this.#roles.id(role) !== undefined) return;
-    const r = this.#roles.intern(role);
-    this.#description[r] = description;
-    this.#rolePerms[r] = new Set();
-    this.#roleUsers[r] = new Set();
-    this.#nameBytes += 2 * (role.length + description.length);
+    if (this.#roleNames.id(role) !== undefined) return;
+    const r = this.#roleNames.intern(role);
+    this.#permsOfRole.ensureNodes(this.#roleNames.idEnd);
+    this.#membersOfRole.ensureNodes(this.#roleNames.idEnd);
+    this.#descriptions[r] = description;
   }
 
   #deleteRole(role: string): void {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return;
-    for (const p of this.#rolePerms[r] ?? []) this.#unlinkGrant(r, p);
-    for (const u of this.#roleUsers[r] ?? []) this.#unlinkMember(u, r);
-    this.#nameBytes -= 2 * (role.length + (this.#description[r] ?? '').length);
-    this.#description[r] = undefined;
-    this.#rolePerms[r] = undefined;
-    this.#roleUsers[r] = undefined;
-    this.#roles.release(r);
+    this.#forgetHoldersOfRole(r);
+    for (const p of this.#permsOfRole.copyOf(r)) this.#unlinkGrant(r, p as PermId);
+    for (const u of this.#membersOfRole.copyOf(r)) this.#unlinkMember(u as UserId, r);
+    this.#permsOfRole.clear(r);
+    this.#membersOfRole.clear(r);
+    this.#descriptions[r] = undefined;
+    this.#roleNames.release(r);
+    if (this.#roleNames.size > 0) return;
+    // The last role went, and every grant and membership with it: give the memory back.
+    this.#roleNames.reset();
+    this.#permsOfRole.reset();
+    this.#membersOfRole.reset();
+    this.#descriptions.length = 0;
   }
 
   #grant(role: string, permission: string): void {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return;
-    const isNew = this.#perms.id(permission) === undefined;
-    const p = this.#perms.intern(permission);
-    if (isNew) {
-      this.#permRoles[p] = new Set();
-      this.#nameBytes += 2 * permission.length;
-      this.#resources.add(permission);
+    let p = this.#permNames.id(permission);
+    if (p === undefined) {
+      p = this.#permNames.intern(permission);
+      this.#rolesOfPerm.ensureNodes(this.#permNames.idEnd);
+      this.#resourceLists.clear();
     }
-    const set = this.#rolePerms[r];
-    if (set === undefined || set.has(p)) return;
-    set.add(p);
-    this.#permRoles[p]?.add(r);
-    this.#edges++;
-    const members = this.#roleUsers[r];
-    if (members !== undefined) this.#holders.adjust(p, members, 1, members.size);
+    if (!this.#permsOfRole.insertSorted(r, p)) return;
+    this.#rolesOfPerm.insertSorted(p, r);
+    this.#holderLists.delete(p);
   }
 
   #revoke(role: string, permission: string): void {
-    const r = this.#roles.id(role);
-    const p = this.#perms.id(permission);
-    if (r === undefined || p === undefined || this.#rolePerms[r]?.delete(p) !== true) return;
-    this.#unlinkGrant(r, p, false);
+    const r = this.#roleNames.id(role);
+    const p = this.#permNames.id(permission);
+    if (r === undefined || p === undefined || !this.#permsOfRole.removeSorted(r, p)) return;
+    this.#unlinkGrant(r, p);
   }
 
-  /** Removes the permission→role side of a grant, and the permission when nothing grants it. */
-  #unlinkGrant(r: RoleId, p: PermId, fromRole = true): void {
-    if (fromRole) this.#rolePerms[r]?.delete(p);
-    const roles = this.#permRoles[p];
-    roles?.delete(r);
-    this.#edges--;
-    const members = this.#roleUsers[r];
-    if (members !== undefined) this.#holders.adjust(p, members, -1, members.size);
-    if (roles !== undefined && roles.size === 0) {
-      const name = this.#perms.name(p);
-      this.#nameBytes -= 2 * name.length;
-      this.#resources.remove(name);
-      this.#holders.drop(p);
-      this.#permRoles[p] = undefined;
-      this.#perms.release(p);
+  /** Removes the permission → role side of a grant, and the permission when nothing grants it. */
+  #unlinkGrant(r: RoleId, p: PermId): void {
+    this.#rolesOfPerm.removeSorted(p, r);
+    this.#holderLists.delete(p);
+    if (this.#rolesOfPerm.countOf(p) !== 0) return;
+    this.#rolesOfPerm.clear(p);
+    this.#permNames.release(p);
+    if (this.#permNames.size === 0) {
+      this.#permNames.reset();
+      this.#rolesOfPerm.reset();
     }
+    this.#resourceLists.clear();
   }
 
   #addMember(user: string, role: string): void {
-    const r = this.#roles.id(role);
+    const r = this.#roleNames.id(role);
     if (r === undefined) return;
-    const isNew = this.#users.id(user) === undefined;
-    const u = this.#users.intern(user);
-    if (isNew) {
-      this.#userRoles[u] = [];
-      this.#nameBytes += 2 * user.length;
+    let u = this.#userNames.id(user);
+    if (u === undefined) {
+      u = this.#userNames.intern(user);
+      this.#rolesOfUser.ensureNodes(this.#userNames.idEnd);
     }
-    const set = this.#roleUsers[r];
-    if (set === undefined || set.has(u)) return;
-    set.add(u);
-    this.#userRoles[u]?.push(r);
-    this.#edges++;
-    this.#holdersOfRole(r, u, 1);
-  }
-
-  /** `u` gained or lost role `r`: the same for every permission of `r`. */
-  #holdersOfRole(r: RoleId, u: UserId, delta: 1 | -1): void {
-    const perms = this.#rolePerms[r];
-    if (perms === undefined) return;
-    for (const p of perms) this.#holders.adjust(p, [u], delta, perms.size);
+    if (!this.#rolesOfUser.insertSorted(u, r)) return;
+    this.#membersOfRole.insertAt(r, memberPosition(this.#membersOfRole, this.#userNames, r, u), u);
+    this.#forgetHoldersOfRole(r);
   }
 
   #removeMember(user: string, role: string): void {
-    const r = this.#roles.id(role);
-    const u = this.#users.id(user);
-    if (r === undefined || u === undefined || this.#roleUsers[r]?.has(u) !== true) return;
+    const r = this.#roleNames.id(role);
+    const u = this.#userNames.id(user);
+    if (r === undefined || u === undefined || !this.#rolesOfUser.has(u, r)) return;
+    this.#membersOfRole.removeAt(r, memberPosition(this.#membersOfRole, this.#userNames, r, u));
     this.#unlinkMember(u, r);
+    this.#forgetHoldersOfRole(r);
   }
 
-  /** Removes a membership from both sides, and the user when it has no role left. */
+  /** Removes the user → role side of a membership, and the user when it has no role left. */
   #unlinkMember(u: UserId, r: RoleId): void {
-    this.#holdersOfRole(r, u, -1);
-    this.#roleUsers[r]?.delete(u);
-    const roles = this.#userRoles[u];
-    this.#edges--;
-    if (roles === undefined) return;
-    const i = roles.indexOf(r);
-    if (i >= 0) {
-      roles[i] = roles[roles.length - 1] as RoleId;
-      roles.pop();
-    }
-    if (roles.length === 0) {
-      this.#nameBytes -= 2 * this.#users.name(u).length;
-      this.#userRoles[u] = undefined;
-      this.#users.release(u);
+    this.#rolesOfUser.removeSorted(u, r);
+    if (this.#rolesOfUser.countOf(u) !== 0) return;
+    this.#rolesOfUser.clear(u);
+    this.#userNames.release(u);
+    if (this.#userNames.size === 0) {
+      this.#userNames.reset();
+      this.#rolesOfUser.reset();
     }
   }
 }

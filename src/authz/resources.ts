@@ -1,4 +1,5 @@
-import { SortedNames } from './sorted.ts';
+import type { PermId } from './ids.ts';
+import type { NameTable } from './name-table.ts';
 
 /**
  * How a stored permission name reads (CONTRACT.md §11.4): no colon is a global grant, one colon
@@ -21,40 +22,18 @@ export function readPermission(name: string): PermissionReading {
 }
 
 /**
- * The known resources of a tenant: per type, each id named by a granted `t:i:x` permission with
- * the number of such permissions (so the last revoke of one forgets the resource), and the ids
- * sorted. Kept up to date as permissions appear and disappear, so a resource search never scans
- * every permission nor sorts again after a write.
+ * The known resources of `type` (CONTRACT.md §11.4): each id named by a granted `t:i:x`
+ * permission, once, sorted by code point. Read from the permission names themselves, so no
+ * second index has to be kept: only the names starting with `type:` are decoded.
  */
-export class ResourceIndex {
-  readonly #byType = new Map<string, { readonly counts: Map<string, number>; readonly ids: SortedNames }>();
-
-  /** A permission was granted for the first time (by any role). An empty id (`t::a`) names no resource AuthZEN can ask about. */
-  add(permission: string): void {
-    const { type, id } = readPermission(permission);
-    if (type === undefined || id === undefined || id === '') return;
-    let known = this.#byType.get(type);
-    if (known === undefined) this.#byType.set(type, (known = { counts: new Map(), ids: new SortedNames() }));
-    const count = known.counts.get(id) ?? 0;
-    known.counts.set(id, count + 1);
-    if (count === 0) known.ids.add(id);
+export function knownResourceIds(permissions: NameTable<PermId>, type: string): string[] {
+  const prefix = `${type}:`;
+  const ids = new Set<string>();
+  for (const p of permissions.ids()) {
+    if (!permissions.startsWith(p, prefix)) continue;
+    const { id } = readPermission(permissions.name(p));
+    // An empty id (`t::a`) names no resource AuthZEN can ask about.
+    if (id !== undefined && id !== '') ids.add(id);
   }
-
-  /** A permission is no longer granted by any role. */
-  remove(permission: string): void {
-    const { type, id } = readPermission(permission);
-    if (type === undefined || id === undefined || id === '') return;
-    const known = this.#byType.get(type);
-    const count = known?.counts.get(id);
-    if (known === undefined || count === undefined) return;
-    if (count > 1) return void known.counts.set(id, count - 1);
-    known.counts.delete(id);
-    known.ids.delete(id);
-    if (known.counts.size === 0) this.#byType.delete(type);
-  }
-
-  /** The ids of `type`, sorted. */
-  ids(type: string): readonly string[] {
-    return this.#byType.get(type)?.ids.sorted() ?? [];
-  }
+  return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }

@@ -1,0 +1,189 @@
+/**
+ * The compact graph against a brute-force model: random sequences of every change (deletes and
+ * re-creations of the same names included, bulk ones that leave the buffers enough garbage to
+ * compact), after which every read the routes make must equal the model's answer.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { TenantGraph } from '../../../src/authz/graph.ts';
+import { Adjacency } from '../../../src/authz/adjacency.ts';
+import { NameTable } from '../../../src/authz/name-table.ts';
+import { knownResourceIds, readPermission } from '../../../src/authz/resources.ts';
+import type { Change } from '../../../src/authz/changes.ts';
+
+const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+const sorted = (xs: Iterable<string>): string[] => [...new Set(xs)].sort(byCodePoint);
+
+/** The brute-force model: per role, its description, permissions and members. */
+class Model {
+  readonly roles = new Map<string, { description: string; perms: Set<string>; members: Set<string> }>();
+
+  apply(c: Change): void {
+    const role = this.roles.get(c.role);
+    if (c.op === 'role.create') {
+      if (role === undefined) this.roles.set(c.role, { description: c.description, perms: new Set(), members: new Set() });
+    } else if (c.op === 'role.delete') this.roles.delete(c.role);
+    else if (c.op === 'permission.grant') role?.perms.add(c.permission);
+    else if (c.op === 'permission.revoke') role?.perms.delete(c.permission);
+    else if (c.op === 'membership.add') role?.members.add(c.user);
+    else role?.members.delete(c.user);
+  }
+
+  userRoles(user: string): string[] {
+    return sorted([...this.roles].filter(([, r]) => r.members.has(user)).map(([name]) => name));
+  }
+
+  userPermissions(user: string): string[] {
+    return sorted(this.userRoles(user).flatMap((r) => [...(this.roles.get(r)?.perms ?? [])]));
+  }
+
+  whichRolesCan(permission: string): string[] {
+    return sorted([...this.roles].filter(([, r]) => r.perms.has(permission)).map(([name]) => name));
+  }
+
+  whichUsersCan(permission: string): string[] {
+    return sorted([...this.roles.values()].filter((r) => r.perms.has(permission)).flatMap((r) => [...r.members]));
+  }
+
+  knownResources(type: string): string[] {
+    const granted = [...this.roles.values()].flatMap((r) => [...r.perms]);
+    return sorted(granted.map(readPermission).filter((x) => x.type === type && x.id !== undefined && x.id !== '').map((x) => x.id as string));
+  }
+}
+
+/** Every read compared with the model, over the whole universe of names (known or not). */
+function assertSame(g: TenantGraph, m: Model, users: readonly string[], roles: readonly string[], perms: readonly string[]): void {
+  assert.deepEqual(g.roles(), sorted(m.roles.keys()));
+  for (const role of roles) {
+    const r = m.roles.get(role);
+    assert.equal(g.hasRole(role), r !== undefined);
+    assert.equal(g.description(role), r?.description);
+    assert.deepEqual(g.members(role), r && sorted(r.members), `members of ${role}`);
+    assert.deepEqual(g.rolePermissions(role), r && sorted(r.perms));
+    assert.equal(g.permissionCount(role), r?.perms.size);
+  }
+  for (const user of users) {
+    const mine = m.userPermissions(user);
+    assert.deepEqual(g.userRoles(user), m.userRoles(user));
+    assert.deepEqual(g.userPermissions(user), mine);
+    assert.equal(g.hasUser(user), m.userRoles(user).length > 0);
+    for (const p of perms) assert.equal(g.check(user, p), mine.includes(p), `check ${user} ${p}`);
+    for (const role of roles) assert.equal(g.isMember(user, role), m.roles.has(role) ? m.roles.get(role)?.members.has(user) : undefined);
+  }
+  for (const p of perms) {
+    assert.deepEqual(g.whichRolesCan(p), m.whichRolesCan(p));
+    assert.deepEqual(g.whichUsersCan(p), m.whichUsersCan(p), `holders of ${p}`);
+  }
+  for (const type of ['doc', 'img', 'x']) assert.deepEqual(g.knownResources(type), m.knownResources(type));
+}
+
+const ROLES = ['a', 'B', 'c_1', 'd.d', 'zz'];
+const PERMS = ['read', 'doc:read', 'doc:d1:read', 'doc:d1:write', 'doc:d2:x:read', 'doc::read', 'img:i1:view', 'x:y'];
+// Mixed lengths and cases so that name order differs from id order after churn; one beyond Latin-1.
+const USERS = ['u1', 'u10', 'u2', 'U3', 'alice@example.com', 'bob', 'b', 'zed', 'carol|x', 'é', 'Ω-user'];
+
+const changeArb: fc.Arbitrary<Change> = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('role.create' as const), role: fc.constantFrom(...ROLES), description: fc.constantFrom('', 'd', 'long description') }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant('role.delete' as const), role: fc.constantFrom(...ROLES) }) },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant('permission.grant' as const), role: fc.constantFrom(...ROLES), permission: fc.constantFrom(...PERMS) }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant('permission.revoke' as const), role: fc.constantFrom(...ROLES), permission: fc.constantFrom(...PERMS) }) },
+  { weight: 5, arbitrary: fc.record({ op: fc.constant('membership.add' as const), user: fc.constantFrom(...USERS), role: fc.constantFrom(...ROLES) }) },
+  { weight: 3, arbitrary: fc.record({ op: fc.constant('membership.remove' as const), user: fc.constantFrom(...USERS), role: fc.constantFrom(...ROLES) }) },
+);
+
+test('the compact graph answers every read as the brute-force model does, through random changes', () => {
+  fc.assert(
+    fc.property(fc.array(changeArb, { minLength: 20, maxLength: 120 }), (changes) => {
+      const g = new TenantGraph();
+      const m = new Model();
+      changes.forEach((c, i) => {
+        assert.equal(g.apply(c, i + 1), 'applied');
+        m.apply(c);
+        if (i % 15 === 14) assertSame(g, m, USERS, ROLES, PERMS);
+      });
+      assertSame(g, m, USERS, ROLES, PERMS);
+      // A snapshot of the model builds the same graph as the changes did.
+      const snapshot = {
+        revision: g.revision,
+        roles: [...m.roles].map(([r, v]) => [r, v.description] as const),
+        grants: [...m.roles].flatMap(([r, v]) => [...v.perms].map((p) => [r, p] as const)),
+        memberships: [...m.roles].flatMap(([r, v]) => [...v.members].map((u) => [u, r] as const)),
+      };
+      assertSame(TenantGraph.fromSnapshot(snapshot), m, USERS, ROLES, PERMS);
+    }),
+    { seed: 2201, numRuns: 150 },
+  );
+});
+
+test('bulk churn past the compaction thresholds keeps every answer (buffers compacted, ids and names reused)', () => {
+  const g = new TenantGraph();
+  const m = new Model();
+  let rev = 0;
+  const apply = (c: Change): void => {
+    assert.equal(g.apply(c, ++rev), 'applied');
+    m.apply(c);
+  };
+  const users = Array.from({ length: 400 }, (_, i) => `user-${(i * 7919) % 400}-${'x'.repeat(i % 13)}`);
+  const perms = Array.from({ length: 30 }, (_, i) => `doc:d${i}:read`);
+  const sample = [...users.slice(0, 25), 'nobody'];
+  for (let round = 0; round < 8; round++) {
+    for (const role of ROLES) apply({ op: 'role.create', role, description: `round ${round}` });
+    ROLES.forEach((role, k) => {
+      for (let i = k; i < perms.length; i += 2) apply({ op: 'permission.grant', role, permission: perms[i] as string });
+      for (let i = (k + round) % 3; i < users.length; i += 1 + k) apply({ op: 'membership.add', user: users[i] as string, role });
+    });
+    for (let i = round % 5; i < users.length; i += 5) apply({ op: 'membership.remove', user: users[i] as string, role: ROLES[round % ROLES.length] as string });
+    for (let i = 0; i < perms.length; i += 3) apply({ op: 'permission.revoke', role: ROLES[(round + 1) % ROLES.length] as string, permission: perms[i] as string });
+    assertSame(g, m, sample, ROLES, perms);
+    for (const p of perms) assert.deepEqual(g.whichUsersCan(p), m.whichUsersCan(p));
+    apply({ op: 'role.delete', role: ROLES[round % ROLES.length] as string });
+    if (round % 3 === 2) for (const role of ROLES) apply({ op: 'role.delete', role });
+    assertSame(g, m, sample, ROLES, perms);
+  }
+});
+
+test('an adjacency patched, cleared and compacted at random equals plain sorted arrays', () => {
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.nat(9), fc.nat(60), fc.nat(99)), { minLength: 200, maxLength: 2000 }), (ops) => {
+      const a = new Adjacency();
+      a.ensureNodes(10);
+      const model = Array.from({ length: 10 }, () => new Set<number>());
+      for (const [node, value, dice] of ops) {
+        const set = model[node] as Set<number>;
+        if (dice < 55) {
+          assert.equal(a.insertSorted(node, value), !set.has(value));
+          set.add(value);
+        } else if (dice < 90) assert.equal(a.removeSorted(node, value), set.delete(value));
+        else if (dice < 97) {
+          a.clear(node);
+          set.clear();
+        } else a.compact();
+      }
+      model.forEach((set, node) => assert.deepEqual([...a.copyOf(node)], [...set].sort((x, y) => x - y)));
+    }),
+    { seed: 2202, numRuns: 60 },
+  );
+});
+
+test('a name table interns, finds, orders and releases names as a Map would, and compacts its characters', () => {
+  const t = new NameTable<number>();
+  const model = new Map<string, number>();
+  for (let i = 0; i < 6000; i++) {
+    const name = `n${(i * 37) % 1500}-${'y'.repeat(i % 7)}`;
+    if (i % 3 === 2 && model.has(name)) {
+      t.release(model.get(name) as number);
+      model.delete(name);
+    } else model.set(name, t.intern(name));
+  }
+  assert.equal(t.size, model.size);
+  for (const [name, id] of model) {
+    assert.equal(t.id(name), id);
+    assert.equal(t.name(id), name);
+  }
+  assert.equal(t.id('absent'), undefined);
+  const ids = [...model.values()];
+  const byTable = [...ids].sort((x, y) => t.compare(x, y)).map((id) => t.name(id));
+  assert.deepEqual(byTable, [...model.keys()].sort(byCodePoint));
+  assert.deepEqual(knownResourceIds(new NameTable(), 'doc'), []);
+});
