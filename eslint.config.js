@@ -15,7 +15,20 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ExportDefaultDeclaration', message: 'Named exports only: a default export has no name to search for.' },
+        {
+          selector: "CallExpression[callee.property.name='prepare']",
+          message: 'Prepare SQLite statements with prepared() (src/store/sqlite/prepared.ts): better-sqlite3 aborts Node.js 24.19+ when a statement is garbage-collected.',
+        },
+      ],
     },
+  },
+  {
+    // The one place a statement is prepared, and kept; and this file, whose default export ESLint requires.
+    files: ['src/store/sqlite/prepared.ts', 'eslint.config.js'],
+    rules: { 'no-restricted-syntax': 'off' },
   },
   {
     files: ['**/*.ts'],

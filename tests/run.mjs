@@ -1,10 +1,10 @@
 // Runs the test suite: an explicit list of files (a file that is not listed does not run, and a
 // listed file that is missing fails the run), through node:test with the tsx loader.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import { reportLeaks, scanLeaks } from './security/leaks.mjs';
 
 const files = [
@@ -83,6 +83,16 @@ const onOtherEngine = [
   'tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/cluster.test.ts', 'tests/e2e/durability.test.ts', 'tests/e2e/start.test.ts',
   'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts',
 ];
+
+// Every test file is listed above: one that is not would never run, silently.
+const unlisted = readdirSync('tests', { recursive: true, encoding: 'utf8' })
+  .filter((f) => f.endsWith('.test.ts'))
+  .map((f) => `tests/${f.split(sep).join('/')}`)
+  .filter((f) => !files.includes(f));
+if (unlisted.length > 0) {
+  console.error(`test files missing from the list in tests/run.mjs: ${unlisted.join(', ')}`);
+  process.exit(1);
+}
 
 const only = process.argv.slice(2);
 const selected = only.length > 0 ? only : files;

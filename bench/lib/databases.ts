@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import type { TenantId } from '../../src/authz/tenant.ts';
+import { prepared } from '../../src/store/sqlite/prepared.ts';
 
 /** The PostgreSQL server benchmarks create their databases on (the tests' one). */
 export const ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
@@ -29,9 +30,9 @@ export async function freshDatabase(): Promise<{ url: string; drop(): Promise<vo
 /** The tenant's rows of a SQLite database, inserted into a migrated, empty PostgreSQL one in one transaction. */
 export async function copyTenant(sqlitePath: string, url: string, tenant: TenantId): Promise<void> {
   const db = new Database(sqlitePath, { readonly: true });
-  const client = db.prepare('SELECT id, revision FROM clients WHERE hash = ?').get(tenant) as { id: number; revision: number };
+  const client = prepared(db, 'SELECT id, revision FROM clients WHERE hash = ?').get(tenant) as { id: number; revision: number };
   const columns = (sql: string): [string[], string[]] => {
-    const rows = db.prepare(sql).raw().all(client.id) as Array<[string, string]>;
+    const rows = prepared(db, sql).raw().all(client.id) as Array<[string, string]>;
     return [rows.map((r) => r[0]), rows.map((r) => r[1])];
   };
   const roles = columns('SELECT role, description FROM roles WHERE client_id = ?');

@@ -34,6 +34,8 @@ export class PooledStore extends PassingStore implements Store {
       // threads (store/index.ts `openStore` is the one outside). It has this module's own
       // extension: .ts under tsx, .js once compiled.
       filename: new URL(`./tasks/${settings.type === 'sqlite' ? 'sqlite' : 'postgres'}-task${extname(import.meta.url)}`, import.meta.url).href,
+      // Each task file exports its handler as `runStoreTask` (no default exports in the project).
+      name: 'runStoreTask',
       workerData: plan.settings,
       // Every thread starts with the pool and stays: one started on demand under load takes up to
       // a second to load its code and open the store here, and the task that asked for it, and the

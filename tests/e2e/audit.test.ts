@@ -18,6 +18,7 @@ import { decodeJwt } from '../helpers/jwt.ts';
 import type { AuditRow } from '../../src/client/index.ts';
 import { rememberSecret, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import { descendants } from '../helpers/processes.ts';
+import { prepared } from '../../src/store/sqlite/prepared.ts';
 
 const ON_POSTGRES = process.env.AUTH_TEST_DATABASE === 'postgresql';
 const SQLITE_ONLY = ON_POSTGRES ? 'a SQLite file case: it runs in the SQLite pass' : false;
@@ -493,7 +494,7 @@ test('AUTH_AUDIT_RETENTION_DAYS=1 deletes older rows (in batches) soon after sta
     const recentRow = rid('recent-12h');
     const db = new Database(sqlitePath);
     try {
-      const insert = db.prepare(
+      const insert = prepared(db, 
         `INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
          VALUES (?, ?, 'role.create', '/api/role/x', 409, NULL, ?, ?, '127.0.0.1')`,
       );
@@ -533,7 +534,7 @@ test('AUTH_AUDIT_RETENTION_DAYS=1 deletes older rows (in batches) soon after sta
     assert.equal(await srv.stop(), 0, 'exit code after SIGTERM');
     const db2 = new Database(sqlitePath, { readonly: true });
     try {
-      assert.equal((db2.prepare('SELECT count(*) AS n FROM audit').get() as { n: number }).n, 2, 'only the two recent rows are left');
+      assert.equal((prepared(db2, 'SELECT count(*) AS n FROM audit').get() as { n: number }).n, 2, 'only the two recent rows are left');
     } finally {
       db2.close();
     }
@@ -591,7 +592,7 @@ async function assertGone(srv: RunningServer, pids: readonly number[]): Promise<
 function countOlderThan(sqlitePath: string, at: string): number {
   const db = new Database(sqlitePath, { readonly: true });
   try {
-    return (db.prepare('SELECT count(*) AS n FROM audit WHERE at < ?').get(at) as { n: number }).n;
+    return (prepared(db, 'SELECT count(*) AS n FROM audit WHERE at < ?').get(at) as { n: number }).n;
   } finally {
     db.close();
   }

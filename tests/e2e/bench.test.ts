@@ -14,6 +14,7 @@ import { generate } from '../../bench/lib/dataset.ts';
 import { ROOT } from '../helpers/launcher.ts';
 import Database from 'better-sqlite3';
 import { startServer, tempDir } from '../helpers/server.ts';
+import { prepared } from '../../src/store/sqlite/prepared.ts';
 
 const TINY = {
   title: 'tiny',
@@ -117,7 +118,7 @@ test('BENCH_TARGET: a running instance is seeded under a fresh key, measured, an
   const db = new Database(server.sqlitePath, { readonly: true });
   try {
     for (const table of ['roles', 'grants', 'memberships']) {
-      assert.equal((db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n, 0, `${table} left behind`);
+      assert.equal((prepared(db, `SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n, 0, `${table} left behind`);
     }
   } finally {
     db.close();

@@ -19,6 +19,7 @@ import type { RbacClient } from '../../src/client/index.ts';
 import { freshPostgresDatabase, requirePostgres, sharedDatabase } from '../helpers/postgres.ts';
 import { freePort, runToExit, startServer, tempDir, type RunningServer, type ServerOptions } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
+import { prepared } from '../../src/store/sqlite/prepared.ts';
 
 const KEY = 'test-encryption-password';
 const ENCRYPTED = { AUTH_ENABLE_ENCRYPTION: 'true', AUTH_ENCRYPTION_KEY: KEY };
@@ -63,8 +64,8 @@ function sqlitePlace(t: TestContext): Place {
     async cells() {
       const db = new Database(path, { readonly: true });
       try {
-        const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
-        return new Map(tables.map((name) => [name, (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(cellText)]));
+        const tables = prepared(db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
+        return new Map(tables.map((name) => [name, (prepared(db, `SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(cellText)]));
       } finally {
         db.close();
       }

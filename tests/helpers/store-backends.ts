@@ -13,6 +13,7 @@ import type { StoreSettings } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/port.ts';
 import { createTestDatabase, postgresSkipReason, type TestDatabase } from './postgres.ts';
 import { tempDir } from './server.ts';
+import { prepared } from '../../src/store/sqlite/prepared.ts';
 
 export interface StoreBackend {
   readonly name: 'sqlite' | 'postgresql';
@@ -36,7 +37,7 @@ export function sqliteBackend(): StoreBackend {
     async versions(settings) {
       const db = new Database(sqlitePathOf(settings), { readonly: true });
       try {
-        return (db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[]).map(Number);
+        return (prepared(db, 'SELECT version FROM schema_migrations ORDER BY version').pluck().all() as number[]).map(Number);
       } finally {
         db.close();
       }
@@ -91,8 +92,8 @@ export async function rawCells(backend: StoreBackend, settings: StoreSettings): 
   if (backend.name === 'sqlite') {
     const db = new Database(sqlitePathOf(settings), { readonly: true });
     try {
-      const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
-      for (const name of tables) cells.set(name, (db.prepare(`SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
+      const tables = prepared(db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
+      for (const name of tables) cells.set(name, (prepared(db, `SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
     } finally {
       db.close();
     }

@@ -1,4 +1,4 @@
 // The pool thread of bench/hops.ts: answers its task at once, so only the hand-off is measured.
-export default function echo(task: unknown): unknown {
+export function echo(task: unknown): unknown {
   return task;
 }

@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   const timer = await perIteration(async () => undefined, true);
   rows.push([`timer wake-up alone (subtracted below)`, '-', us(timer)]);
 
-  const pool = new Piscina({ filename: new URL('./hops-task.ts', import.meta.url).href, minThreads: 1, maxThreads: 1 });
+  const pool = new Piscina({ filename: new URL('./hops-task.ts', import.meta.url).href, name: 'echo', minThreads: 1, maxThreads: 1 });
   try {
     const run = (i: number): Promise<unknown> => pool.run({ kind: 'writeMany', writes: [{ tenant: 'a'.repeat(64), change: change(i) }] });
     for (let i = 0; i < 100; i++) await run(i);

@@ -3,4 +3,4 @@ import { PostgresStore } from '../../store/postgres/index.ts';
 import type { PostgresStoreSettings } from '../../store/settings.ts';
 import { storeTask } from './store-task.ts';
 
-export default storeTask<PostgresStoreSettings>((settings) => new PostgresStore(settings.postgresql));
+export const runStoreTask = storeTask<PostgresStoreSettings>((settings) => new PostgresStore(settings.postgresql));

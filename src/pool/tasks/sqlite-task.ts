@@ -3,4 +3,4 @@ import type { SqliteStoreSettings } from '../../store/settings.ts';
 import { SqliteStore } from '../../store/sqlite/index.ts';
 import { storeTask } from './store-task.ts';
 
-export default storeTask<SqliteStoreSettings>((settings) => new SqliteStore(settings.sqlitePath));
+export const runStoreTask = storeTask<SqliteStoreSettings>((settings) => new SqliteStore(settings.sqlitePath));

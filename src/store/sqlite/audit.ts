@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { AUDIT_TOP, entryOf } from '../audit-rows.ts';
@@ -8,23 +9,25 @@ import { PLAINTEXT_MARK } from '../encryption-mark.ts';
 type Row = Record<string, unknown>;
 
 /**
- * The audit trail's and the encryption mark's statements. `retain` keeps each statement alive
- * for the life of the process (see RETAINED in index.ts).
+ * The audit trail's and the encryption mark's statements, each kept alive for the life of the
+ * process (see prepared.ts).
  */
-export function auditStatements(db: Database.Database, retain: (s: Database.Statement) => Database.Statement) {
+export function auditStatements(db: Database.Database) {
   const st = {
-    insert: retain(db.prepare(
+    insert: prepared(
+      db,
       `INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
        VALUES (@tenant, @at, @action, @resource, @status, @revision, @credential, @requestId, @ip)`,
-    )),
-    page: retain(db.prepare(
+    ),
+    page: prepared(
+      db,
       `SELECT id, client_hash, at, action, resource, status, revision, credential, request_id, ip FROM audit
        WHERE client_hash = ? AND (at, id) < (?, ?) ORDER BY at DESC, id DESC LIMIT ?`,
-    )),
-    prune: retain(db.prepare('DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)')),
-    mark: retain(db.prepare(`SELECT value FROM meta WHERE key = 'encryption'`)),
-    anyClient: retain(db.prepare('SELECT 1 FROM clients LIMIT 1')),
-    setMark: retain(db.prepare(`INSERT OR IGNORE INTO meta (key, value) VALUES ('encryption', ?)`)),
+    ),
+    prune: prepared(db, 'DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at < ? ORDER BY at LIMIT ?)'),
+    mark: prepared(db, `SELECT value FROM meta WHERE key = 'encryption'`),
+    anyClient: prepared(db, 'SELECT 1 FROM clients LIMIT 1'),
+    setMark: prepared(db, `INSERT OR IGNORE INTO meta (key, value) VALUES ('encryption', ?)`),
   };
   return {
     /** Inserts one row; call inside a transaction to commit it with something else. */

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
@@ -16,20 +17,6 @@ import { workflowStatements } from './workflow.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 
 type Row = Record<string, unknown>;
-
-/**
- * Every statement this process prepares, kept until it exits. better-sqlite3 12 aborts the whole
- * process on Node.js 24.19 and later when a statement object is garbage-collected (its destructor
- * trips an assertion in Node's ObjectWrap), so no statement may ever become garbage: each is
- * prepared once and retained here, and pragmas run through `exec`, which makes none.
- */
-const RETAINED: Database.Statement[] = [];
-
-function lasting(db: Database.Database, sql: string): Database.Statement {
-  const statement = db.prepare(sql);
-  RETAINED.push(statement);
-  return statement;
-}
 
 /**
  * The embedded store: one SQLite file in WAL mode, `synchronous=FULL` so that an acknowledged
@@ -55,7 +42,7 @@ export class SqliteStore implements Store {
     this.#db.exec('PRAGMA busy_timeout = 0');
     whenFree(() => migrate(this.#db));
     this.#stmt = prepare(this.#db);
-    this.#audit = auditStatements(this.#db, (st) => (RETAINED.push(st), st));
+    this.#audit = auditStatements(this.#db);
     const writeTx = this.#db.transaction((w: PendingWrite) => this.#applyWrite(w.tenant, w.change, w.audit));
     // A batch is one transaction (one lock, one fsync); each write in it runs in a savepoint (a
     // transaction nested in another is one in better-sqlite3), so a write that throws is undone
@@ -76,7 +63,7 @@ export class SqliteStore implements Store {
       for (const r of rows) this.#audit.insert(r);
     });
     this.#appendAudit = (rows) => whenFree(() => auditTx.immediate(rows));
-    this.#workflow = workflowStatements(this.#db, (st) => (RETAINED.push(st), st), (r) => this.#audit.insert(r));
+    this.#workflow = workflowStatements(this.#db, (r) => this.#audit.insert(r));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {
@@ -281,35 +268,34 @@ function changeOf(r: Row): Change {
 
 function prepare(db: Database.Database) {
   const statements = {
-    ping: db.prepare('SELECT 1'),
-    cursorSecret: db.prepare(`SELECT value FROM meta WHERE key = 'cursor_secret'`),
-    tenantRow: db.prepare('SELECT id, revision FROM clients WHERE hash = ?'),
-    revisions: db.prepare('SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
+    ping: prepared(db, 'SELECT 1'),
+    cursorSecret: prepared(db, `SELECT value FROM meta WHERE key = 'cursor_secret'`),
+    tenantRow: prepared(db, 'SELECT id, revision FROM clients WHERE hash = ?'),
+    revisions: prepared(db, 'SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
     // One writer at a time, each new row numbered past every committed one: ids grow in commit order.
-    tenantsSince: db.prepare('SELECT id, hash FROM clients WHERE id > ? ORDER BY id'),
-    insertTenant: db.prepare('INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
-    bumpRevision: db.prepare('UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
-    roles: db.prepare('SELECT role, description FROM roles WHERE client_id = ?'),
-    grants: db.prepare('SELECT role, permission FROM grants WHERE client_id = ?'),
-    memberships: db.prepare('SELECT user, role FROM memberships WHERE client_id = ?'),
-    roleExists: db.prepare('SELECT 1 FROM roles WHERE client_id = ? AND role = ?'),
-    insertRole: db.prepare('INSERT INTO roles (client_id, role, description) VALUES (?, ?, ?)'),
-    deleteRole: db.prepare('DELETE FROM roles WHERE client_id = ? AND role = ?'),
-    deleteGrantsOfRole: db.prepare('DELETE FROM grants WHERE client_id = ? AND role = ?'),
-    deleteMembersOfRole: db.prepare('DELETE FROM memberships WHERE client_id = ? AND role = ?'),
-    insertGrant: db.prepare('INSERT OR IGNORE INTO grants (client_id, role, permission) VALUES (?, ?, ?)'),
-    deleteGrant: db.prepare('DELETE FROM grants WHERE client_id = ? AND role = ? AND permission = ?'),
-    insertMember: db.prepare('INSERT OR IGNORE INTO memberships (client_id, role, user) VALUES (?, ?, ?)'),
-    deleteMember: db.prepare('DELETE FROM memberships WHERE client_id = ? AND role = ? AND user = ?'),
-    changes: db.prepare(
+    tenantsSince: prepared(db, 'SELECT id, hash FROM clients WHERE id > ? ORDER BY id'),
+    insertTenant: prepared(db, 'INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
+    bumpRevision: prepared(db, 'UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
+    roles: prepared(db, 'SELECT role, description FROM roles WHERE client_id = ?'),
+    grants: prepared(db, 'SELECT role, permission FROM grants WHERE client_id = ?'),
+    memberships: prepared(db, 'SELECT user, role FROM memberships WHERE client_id = ?'),
+    roleExists: prepared(db, 'SELECT 1 FROM roles WHERE client_id = ? AND role = ?'),
+    insertRole: prepared(db, 'INSERT INTO roles (client_id, role, description) VALUES (?, ?, ?)'),
+    deleteRole: prepared(db, 'DELETE FROM roles WHERE client_id = ? AND role = ?'),
+    deleteGrantsOfRole: prepared(db, 'DELETE FROM grants WHERE client_id = ? AND role = ?'),
+    deleteMembersOfRole: prepared(db, 'DELETE FROM memberships WHERE client_id = ? AND role = ?'),
+    insertGrant: prepared(db, 'INSERT OR IGNORE INTO grants (client_id, role, permission) VALUES (?, ?, ?)'),
+    deleteGrant: prepared(db, 'DELETE FROM grants WHERE client_id = ? AND role = ? AND permission = ?'),
+    insertMember: prepared(db, 'INSERT OR IGNORE INTO memberships (client_id, role, user) VALUES (?, ?, ?)'),
+    deleteMember: prepared(db, 'DELETE FROM memberships WHERE client_id = ? AND role = ? AND user = ?'),
+    changes: prepared(db,
       `SELECT c.revision, c.op, c.role, c.permission, c.user, c.description, c.at FROM changelog c
        JOIN clients t ON t.id = c.client_id WHERE t.hash = ? AND c.revision > ? ORDER BY c.revision LIMIT ?`,
     ),
-    insertChange: db.prepare(
+    insertChange: prepared(db,
       'INSERT INTO changelog (client_id, revision, op, role, permission, user, description, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
     ),
   };
-  RETAINED.push(...Object.values(statements));
   return statements;
 }
 
@@ -318,8 +304,8 @@ function migrate(db: Database.Database): void {
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);
-    const applied = new Set((lasting(db, 'SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number));
-    const record = lasting(db, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
+    const applied = new Set((prepared(db, 'SELECT version FROM schema_migrations').pluck().all() as number[]).map(Number));
+    const record = prepared(db, 'INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)');
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
       for (const sql of m.sqlite) db.exec(sql);

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { prepared } from './prepared.ts';
 import type { AuditRecord } from '../../audit/record.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { timestampAt } from '../../time/index.ts';
@@ -10,8 +11,8 @@ type Row = Record<string, unknown>;
 /** The run's columns as {@link runOf} reads them. */
 const RUN_COLUMNS = 'r.id, r.workflow, r.run_at, r.revision, r.users_count, r.added, r.removed, r.delivery_status, r.attempts, r.last_status';
 
-function prepareAll(db: Database.Database, retain: (s: Database.Statement) => Database.Statement) {
-  const p = (sql: string): Database.Statement => retain(db.prepare(sql));
+function prepareAll(db: Database.Database) {
+  const p = (sql: string): Database.Statement => prepared(db, sql);
   return {
     upsert: p(
       `INSERT INTO workflow_schedules (client_hash, workflow, interval_seconds, webhook_url, webhook_secret, next_run_at)
@@ -70,13 +71,13 @@ type Statements = ReturnType<typeof prepareAll>;
 
 /**
  * The workflow side of the SQLite store (see WorkflowStore in workflow/records.ts). Statements
- * and transaction functions are made once, here; `retain` keeps each statement for the life of
- * the process (see RETAINED in index.ts), and `insertAudit` is the audit trail's insert, so a
+ * and transaction functions are made once, here; each statement is kept for the life of
+ * the process (see prepared.ts), and `insertAudit` is the audit trail's insert, so a
  * schedule's audit row commits in its transaction. The methods are synchronous and take the
  * write lock where they write: the store calls them through its busy-retry.
  */
-export function workflowStatements(db: Database.Database, retain: (s: Database.Statement) => Database.Statement, insertAudit: (r: AuditRecord) => void) {
-  const st = prepareAll(db, retain);
+export function workflowStatements(db: Database.Database, insertAudit: (r: AuditRecord) => void) {
+  const st = prepareAll(db);
   const put = db.transaction((s: ScheduleInput, nowMs: number, audit: AuditRecord) => {
     st.upsert.run(s.tenant, s.workflow, s.intervalSeconds, s.webhookUrl, s.webhookSecret, nowMs);
     insertAudit(audit);
