@@ -24,7 +24,7 @@ export function ipcBus(): Bus & { join(): Promise<void> } {
   let handler: ((msg: ChangeMessage) => Promise<void>) | undefined;
   let welcomed: (() => void) | undefined;
 
-  // The primary's other messages (primary/protocol.ts) share the channel: only these are ours.
+  // The primary's other messages (ipc/protocol.ts) share the channel: only these are ours.
   const onMessage = (raw: unknown): void => {
     if (!isTagged(raw)) return;
     const m = raw as ChangeToWorker;

@@ -9,7 +9,8 @@ import { API_SERIES, startHttpServer, type Backend } from '../http/server.ts';
 import { workerBus, type Bus } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
-import { isToWorker, type ToPrimary } from '../primary/protocol.ts';
+import { isToWorker, type ToPrimary } from '../ipc/protocol.ts';
+import { APPLY_BUDGET_MS, SHUTDOWN_GRACE_MS } from '../ipc/timing.ts';
 import { CircuitBreaker } from '../store/breaker.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/resilient.ts';
@@ -23,7 +24,6 @@ import { startAuditRetention } from '../audit/retention.ts';
 const POOL_THREADS = 2;
 /** A gap larger than this is not replayed: the graph is rehydrated instead. */
 const REPLAY_LIMIT = 1000;
-const GRACE_MS = 10_000;
 
 export interface RunningWorker {
   readonly port: number;
@@ -185,9 +185,6 @@ const FAN_OUT_SLOTS = 1;
 /** Writes per batch at most: one SQLite transaction holds the write lock only briefly. */
 const MAX_WRITE_BATCH = 256;
 
-/** How long a change from another worker may take to apply before its graph is dropped instead. */
-const APPLY_BUDGET_MS = 500;
-
 /** Whether `p` settles within `ms` (it keeps running either way). */
 function within(p: Promise<void>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -291,7 +288,7 @@ function tell(m: ToPrimary): void {
 /** Graceful stop of a started worker, then exit (0, or 1 when the stop failed). */
 function stopStarted(worker: RunningWorker, reason: string, log: Logger): void {
   log.info('worker stopping', { reason });
-  worker.stop(GRACE_MS).then(
+  worker.stop(SHUTDOWN_GRACE_MS).then(
     () => process.exit(0),
     (err: unknown) => {
       log.error('worker stop failed', { error: String(err) });
