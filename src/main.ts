@@ -36,6 +36,6 @@ if (cluster.isPrimary) {
 } else {
   const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'worker', worker: cluster.worker?.id });
   logCrashes(log);
-  const { runWorkerProcess } = await import('./worker/compose.ts');
+  const { runWorkerProcess } = await import('./worker/index.ts');
   await runWorkerProcess(config, log);
 }
