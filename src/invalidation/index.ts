@@ -1,14 +1,16 @@
-import { ipcBus } from './ipc.ts';
-import type { Bus, RedisBridge, RedisBridgeOptions } from './port.ts';
+import { ipcBus, type IpcBus } from './ipc.ts';
+import type { RedisBridge, RedisBridgeOptions } from './port.ts';
 
 export type { Bus, RedisBridge, RedisBridgeOptions } from './port.ts';
+export type { IpcBus } from './ipc.ts';
 
 /**
  * The factory of the bus, worker side: a worker always runs under a primary, which fans its
  * changes out to the other workers (and, with Redis, to the other instances), so its bus is IPC.
- * `join` announces the worker; call it before anything is cached.
+ * `join` announces the worker; call it before anything is cached. The worker's message dispatcher
+ * hands the primary's change messages to `receive`.
  */
-export function workerBus(): Bus & { join(): Promise<void> } {
+export function workerBus(): IpcBus {
   return ipcBus();
 }
 

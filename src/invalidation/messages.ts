@@ -20,7 +20,7 @@ export interface ChangeMessage {
 /**
  * The change fan-out's IPC messages, worker → primary: join the receivers (`hello`), changes
  * of one fan-out batch of the worker's write pipeline, in commit order (`change`), and the
- * acknowledgement of an `apply` (`ack`). The primary's other messages are in primary/protocol.ts.
+ * acknowledgement of an `apply` (`ack`). The primary's other messages are in ipc/protocol.ts.
  */
 export type ChangeToPrimary =
   | { readonly t: 'hello' }

@@ -1,7 +1,7 @@
 import type { Worker } from 'node:cluster';
 import type { Logger } from '../log/index.ts';
 import type { ChangeMessage } from '../invalidation/messages.ts';
-import type { ToWorker } from './protocol.ts';
+import type { ToWorker } from '../ipc/protocol.ts';
 
 interface PendingChange {
   /** The worker that committed the change (waiting for `settled`). */

@@ -9,9 +9,8 @@ import { WorkerScrape } from './scrape.ts';
 import { PrimaryMetrics, startMetricsServer } from '../metrics/primary.ts';
 import { BUILD } from '../config/build.ts';
 import type { RunningScheduler } from './workflows.ts';
+import { ACK_TIMEOUT_MS } from '../ipc/timing.ts';
 
-/** How long a write waits for the other workers to apply it before the laggard is replaced. */
-const ACK_TIMEOUT_MS = 2000;
 
 /**
  * The primary: forks AUTH_WORKERS HTTP workers on one port, replaces a worker that dies (with

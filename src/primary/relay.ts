@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startRedisBridge, type RedisBridge } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { ChangeHub } from './hub.ts';
-import type { ToPrimary } from './protocol.ts';
+import type { ToPrimary } from '../ipc/protocol.ts';
 
 /** The workers' change traffic: their IPC fan-out (the hub) and, when configured, the other instances (Redis). */
 export class ChangeRelay {

@@ -2,7 +2,8 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Config } from '../config/index.ts';
 import type { EngineName } from '../http/engine/index.ts';
 import type { Logger } from '../log/index.ts';
-import { isToPrimary, type ToPrimary } from './protocol.ts';
+import { isToPrimary, type ToPrimary } from '../ipc/protocol.ts';
+import { SHUTDOWN_GRACE_MS, STOP_MARGIN_MS } from '../ipc/timing.ts';
 import type { ChangeRelay } from './relay.ts';
 import type { WorkerScrape } from './scrape.ts';
 
@@ -15,9 +16,6 @@ export interface SupervisorHooks {
   readonly listening: () => void;
 }
 
-/** Workers get this long to finish requests in flight on shutdown, plus a margin to exit. */
-const STOP_GRACE_MS = 10_000;
-const STOP_MARGIN_MS = 2_000;
 const MAX_BACKOFF_MS = 5_000;
 /** A worker that lived this long resets the restart backoff. */
 const STABLE_MS = 10_000;
@@ -89,7 +87,7 @@ export class Supervisor {
       this.#log.error('workers did not stop in time; killing them');
       for (const w of alive) w.process.kill('SIGKILL');
       this.#finish(code === 0 ? 1 : code);
-    }, STOP_GRACE_MS + STOP_MARGIN_MS);
+    }, SHUTDOWN_GRACE_MS + STOP_MARGIN_MS);
     force.unref();
     this.#exitCode = code;
   }

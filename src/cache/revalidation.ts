@@ -1,7 +1,21 @@
 import type { TenantId } from '../authz/tenant.ts';
-import type { Replay, TenantCache } from '../cache/index.ts';
-import type { Logger } from '../log/index.ts';
-import type { Store } from '../store/port.ts';
+import type { Replay, TenantCache } from './index.ts';
+
+/**
+ * What the backstop reads from the database (the store port's `tenantsSince` and `revisions`,
+ * declared here so that the cache does not depend on the store).
+ */
+export interface RevisionSource {
+  /** The tenants created after `cursor` (every tenant when undefined), and the cursor to ask from next. */
+  tenantsSince(cursor: string | undefined): Promise<{ readonly tenants: readonly TenantId[]; readonly cursor: string }>;
+  /** The committed revisions of many tenants (a tenant the database does not know is at 0). */
+  revisions(tenants: readonly TenantId[]): Promise<ReadonlyArray<readonly [TenantId, number]>>;
+}
+
+/** Where the backstop reports (a logger's debug level). */
+export interface RevalidationLog {
+  debug(message: string, fields?: Record<string, unknown>): void;
+}
 
 /** Tenants asked about per revalidation query. */
 const REVALIDATE_BATCH = 1000;
@@ -16,7 +30,7 @@ export interface CreatedCursor {
  * serves: from then on a key missing from the index is answered as an empty client. Call it
  * after subscribing to the changes, so that a tenant created after this read is heard of.
  */
-export async function loadClientIndex(cache: TenantCache, store: Store): Promise<CreatedCursor> {
+export async function loadClientIndex(cache: TenantCache, store: RevisionSource): Promise<CreatedCursor> {
   const all = await store.tenantsSince(undefined);
   cache.know(all.tenants, true);
   return { value: all.cursor };
@@ -29,7 +43,7 @@ export async function loadClientIndex(cache: TenantCache, store: Store): Promise
  * one query per batch, and a changelog replay (or a drop) for each graph found behind.
  */
 export function startRevalidation(
-  cache: TenantCache, store: Store, replay: (tenant: TenantId) => Replay, created: CreatedCursor, periodMs: number, log: Logger,
+  cache: TenantCache, store: RevisionSource, replay: (tenant: TenantId) => Replay, created: CreatedCursor, periodMs: number, log: RevalidationLog,
 ): { now(): Promise<void>; stop(): void } {
   let running: Promise<void> | undefined;
   const run = async (): Promise<void> => {

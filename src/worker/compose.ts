@@ -1,0 +1,149 @@
+import type { TenantId } from '../authz/tenant.ts';
+import { TenantCache, type CacheEvents, type Replay } from '../cache/index.ts';
+import { loadClientIndex, startRevalidation } from '../cache/revalidation.ts';
+import { WorkerMetrics } from '../metrics/worker.ts';
+import { NO_REQUEST_METRICS } from '../metrics/requests.ts';
+import type { Config } from '../config/index.ts';
+import { chooseEngine } from '../http/engine/index.ts';
+import { API_SERIES, startHttpServer, type Backend } from '../http/server.ts';
+import type { Bus } from '../invalidation/index.ts';
+import type { Logger } from '../log/index.ts';
+import { PooledStore } from '../pool/index.ts';
+import { CircuitBreaker } from '../store/wrappers/breaker.ts';
+import { storeSettings } from '../store/settings.ts';
+import { ResilientStore } from '../store/wrappers/resilient.ts';
+import { retryPolicy } from '../store/wrappers/retry.ts';
+import { WritePipeline } from './write-pipeline.ts';
+import { AuditTrail } from '../audit/trail.ts';
+import { startAuditRetention } from '../audit/retention.ts';
+import { fanOut } from './fan-out.ts';
+import type { Stoppable } from './lifecycle.ts';
+import { counted } from './metrics.ts';
+import { applyChangesFrom, measuredReplay } from './remote-changes.ts';
+
+/** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
+const POOL_THREADS = 2;
+/** A gap larger than this is not replayed: the graph is rehydrated instead. */
+const REPLAY_LIMIT = 1000;
+/**
+ * Fan-out batches in flight: one, so that changes committed while a fan-out is acknowledged go
+ * together in the next message (the hand-offs, not the bytes, are what a write costs the checks).
+ */
+const FAN_OUT_SLOTS = 1;
+/** Writes per batch at most: one SQLite transaction holds the write lock only briefly. */
+const MAX_WRITE_BATCH = 256;
+
+export interface RunningWorker extends Stoppable {
+  readonly port: number;
+}
+
+/** A started worker, with what its process's messages reach. */
+export interface StartedWorker extends RunningWorker {
+  /** Runs the revalidation backstop now (after Redis came back). */
+  revalidate(): Promise<void>;
+  readonly metrics: WorkerMetrics | undefined;
+}
+
+/** The instance's Redis subscription as the primary reports it ('off' without Redis). */
+export interface RedisStatus {
+  state: 'off' | 'up' | 'down';
+}
+
+/** Composition root of an HTTP worker: config → store → pool → cache → bus → metrics → http. */
+export async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<StartedWorker> {
+  let metrics: WorkerMetrics | undefined;
+  const { pooled, store } = openResilientStore(config, log, () => metrics?.retried());
+  try {
+    const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024, undefined, cacheEvents(() => metrics));
+    metrics = workerMetrics(config, cache, pooled, store);
+    const replay = (tenant: TenantId): Replay => (since) => store.changes(tenant, since, REPLAY_LIMIT);
+    const pipeline = new WritePipeline(
+      { commit: (batch) => store.writeMany(batch), fanOut: (batch) => fanOut(batch, cache, bus, replay) },
+      { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
+    );
+    applyChangesFrom(bus, cache, replay, metrics);
+    // After subscribing: a tenant created after this read is heard of as a change.
+    const created = await loadClientIndex(cache, store);
+    const revalidator = startRevalidation(cache, store, measuredReplay(replay, metrics), created, config.AUTH_REVALIDATE_MS, log);
+    const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
+    const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
+    const backend: Backend = {
+      write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
+      audit: (tenant, after, limit) => store.audit(tenant, after, limit),
+      recordAudit: (row) => trail.record(row),
+      changes: (tenant, since, limit) => store.changes(tenant, since, limit),
+      revision: (tenant) => store.revision(tenant),
+      putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
+      deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
+      schedules: (tenant) => store.schedules(tenant),
+      runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
+      notReady: () => notReady(store, redis),
+    };
+    // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
+    const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
+    const server = await startHttpServer({
+      config, log, cache, backend, engine, cursorSecret: await store.cursorSecret(), metrics: metrics?.requests ?? NO_REQUEST_METRICS,
+    });
+    return {
+      port: server.port,
+      metrics,
+      revalidate: revalidator.now,
+      drain: () => server.drain(),
+      async stop(graceMs) {
+        revalidator.stop();
+        retention.stop();
+        await server.close(graceMs);
+        await trail.close();
+        await bus.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+/** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
+function openResilientStore(config: Config, log: Logger, retried: () => void): { pooled: PooledStore; store: ResilientStore } {
+  const pooled = new PooledStore(storeSettings(config), POOL_THREADS, (err) => log.warn('store thread failed; replaced', { error: String(err) }));
+  const breaker = new CircuitBreaker({
+    threshold: config.AUTH_DB_BREAKER_THRESHOLD,
+    cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
+    onChange: (state, failures) => {
+      if (state === 'open') log.warn('database circuit open: writes and hydrations answer 503', { failures, cooldown_ms: config.AUTH_DB_BREAKER_COOLDOWN_MS });
+      else log.info(`database circuit ${state}`);
+    },
+  });
+  return { pooled, store: new ResilientStore(pooled, breaker, retryPolicy(config.AUTH_DB_RETRY_ATTEMPTS), retried) };
+}
+
+/** The cache's events, recorded once the metrics exist (AUTH_METRICS_PORT 0: never). */
+function cacheEvents(metrics: () => WorkerMetrics | undefined): CacheEvents {
+  return {
+    hydrated: (seconds) => metrics()?.hydrated(seconds),
+    evicted: () => metrics()?.evicted(),
+    gap: (resolution) => metrics()?.gap(resolution),
+  };
+}
+
+/** The worker's metrics, or undefined when AUTH_METRICS_PORT is 0. */
+function workerMetrics(config: Config, cache: TenantCache, pooled: PooledStore, store: ResilientStore): WorkerMetrics | undefined {
+  if (config.AUTH_METRICS_PORT === 0) return undefined;
+  return new WorkerMetrics(API_SERIES, {
+    cacheClients: () => cache.size,
+    cacheBytes: () => cache.bytes,
+    indexedClients: () => cache.indexed,
+    circuitState: () => store.circuitState,
+    dbConnections: () => pooled.connections(),
+  });
+}
+
+/** What `/ready` names as down: the database (unless it answers), Redis (as the primary reports it). */
+async function notReady(store: ResilientStore, redis: RedisStatus): Promise<string[]> {
+  const missing: string[] = [];
+  if (store.open) missing.push('database');
+  else await store.ping().catch(() => missing.push('database'));
+  if (redis.state === 'down') missing.push('redis');
+  return missing;
+}

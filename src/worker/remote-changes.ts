@@ -1,0 +1,51 @@
+import type { TenantId } from '../authz/tenant.ts';
+import type { Replay, TenantCache } from '../cache/index.ts';
+import type { Bus } from '../invalidation/index.ts';
+import { APPLY_BUDGET_MS } from '../ipc/timing.ts';
+import type { WorkerMetrics } from '../metrics/worker.ts';
+
+/**
+ * Changes committed by the other workers (and instances) are applied to this worker's graphs,
+ * each within {@link APPLY_BUDGET_MS}; the delay from commit to applied is measured.
+ */
+export function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantId) => Replay, metrics: WorkerMetrics | undefined): void {
+  bus.subscribe(async (msg) => {
+    if (msg.v !== 1) return cache.drop(msg.tenant);
+    // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
+    // queue. The writer's response waits for this acknowledgement, so a replay that is slow
+    // gives up the graph instead (the next request hydrates it) rather than hold the write.
+    const applied = msg.change === undefined ? cache.catchUp(msg.tenant, msg.revision, replay(msg.tenant)) : cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+    if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
+    else if (msg.at !== undefined) metrics?.invalidated(msg.remote === true ? 'instance' : 'worker', (Date.now() - msg.at) / 1000);
+  });
+}
+
+/**
+ * The changelog replay of the revalidation backstop, measured: what it replays was missed by the
+ * messages (Redis down or a message lost), so its delay from the changelog's commit time is the
+ * backstop's invalidation delay.
+ */
+export function measuredReplay(replay: (tenant: TenantId) => Replay, metrics: WorkerMetrics | undefined): (tenant: TenantId) => Replay {
+  return (tenant) => async (since) => {
+    const records = await replay(tenant)(since);
+    for (const r of records) metrics?.invalidated('instance', (Date.now() - Date.parse(`${r.at.slice(0, 23)}Z`)) / 1000);
+    return records;
+  };
+}
+
+/** Whether `p` settles within `ms` (it keeps running either way). */
+function within(p: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    p.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(false);
+      },
+    );
+  });
+}
