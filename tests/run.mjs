@@ -156,7 +156,7 @@ if (only.length === 0) {
   }
 }
 
-// The leak scan: no server output of this run holds a key, token or secret (CONTRACT.md §1, §3).
+// The leak scan: no server output of this run holds a key, token or secret (docs/operations.md §1, docs/api.md §3).
 console.log(`\n# leak scan of the servers' output: ${outputDir}\n`);
 let leakStatus;
 try {

@@ -53,7 +53,7 @@ function pickDistinct(rand: () => number, n: number, k: number): number[] {
 
 export function generate(shape: DataShape): Dataset {
   const rand = prng(shape.seed);
-  // Names use the characters of CONTRACT.md §4; users are e-mail-like, as in the specification.
+  // Names use the characters of docs/api.md §4; users are e-mail-like, as in the specification.
   const users = Array.from({ length: shape.users }, (_, i) => `user${pad(i, 7)}@example.com`);
   const roles = Array.from({ length: shape.roles }, (_, i) => `role-${pad(i, 5)}`);
   const permissions = Array.from({ length: shape.permissions }, (_, i) => `svc${i % 17}.res-${pad(i, 6)}:read`);

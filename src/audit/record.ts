@@ -1,7 +1,7 @@
 import type { TenantId } from '../authz/tenant.ts';
 
 /**
- * The audit trail's rows (CONTRACT.md §5 `GET /api/audit`). A draft is what a request leaves
+ * The audit trail's rows (docs/api.md §11). A draft is what a request leaves
  * before its outcome is known; the outcome (status, revision, time) completes it.
  */
 export interface AuditDraft {

@@ -1,9 +1,9 @@
 import type { TenantGraph } from './graph.ts';
 
-/** At most this many remedies are offered (CONTRACT.md §5). */
+/** At most this many remedies are offered (docs/api.md §6). */
 const MAX_REMEDIES = 10;
 
-/** Why a user holds a permission, or what would grant it (GET /api/explain, CONTRACT.md §5). */
+/** Why a user holds a permission, or what would grant it (GET /api/explain, docs/api.md §6). */
 export interface Explanation {
   readonly has_permission: boolean;
   /** The user's roles that grant the permission, sorted. */

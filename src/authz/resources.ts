@@ -2,7 +2,7 @@ import type { PermId } from './ids.ts';
 import type { NameTable } from './name-table.ts';
 
 /**
- * How a stored permission name reads (CONTRACT.md §11.4): no colon is a global grant, one colon
+ * How a stored permission name reads (docs/authzen.md): no colon is a global grant, one colon
  * `t:a` a grant on every resource of type t, two or more `t:i:a` a grant on resource i of type t,
  * whose id is everything between the first and the last colon.
  */
@@ -22,7 +22,7 @@ export function readPermission(name: string): PermissionReading {
 }
 
 /**
- * The known resources of `type` (CONTRACT.md §11.4): each id named by a granted `t:i:x`
+ * The known resources of `type` (docs/authzen.md): each id named by a granted `t:i:x`
  * permission, once, sorted by code point. Read from the permission names themselves, so no
  * second index has to be kept: only the names starting with `type:` are decoded.
  */

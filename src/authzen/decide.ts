@@ -1,7 +1,7 @@
 import type { TenantGraph } from '../authz/graph.ts';
 import { MAX_EVALUATIONS, refusal, type Action, type Entity, type EvaluationRequest, type EvaluationsRequest, type Semantic } from './requests.ts';
 
-/** A decision and, for a deny, why: the reason codes of `context.reason` (CONTRACT.md §11.5). */
+/** A decision and, for a deny, why: the reason codes of `context.reason` (docs/authzen.md). */
 export const PERMIT = 0;
 export const UNKNOWN_SUBJECT = 1;
 export const NOT_GRANTED = 2;
@@ -20,7 +20,7 @@ function itemError(message: string): string {
 }
 
 /**
- * The Policy Decision Point over a tenant graph (CONTRACT.md §11.4): AuthZEN's subject, action and
+ * The Policy Decision Point over a tenant graph (docs/authzen.md): AuthZEN's subject, action and
  * resource mapped onto users and permissions. Synchronous and allocation-light, like a check.
  */
 export class Pdp {
@@ -60,7 +60,7 @@ export class Pdp {
   }
 
   /**
-   * The body of a batch (CONTRACT.md §11.5): each item's keys replace the defaults as whole
+   * The body of a batch (docs/authzen.md): each item's keys replace the defaults as whole
    * objects; an item that is still invalid is a deny carrying the error; the semantic may stop
    * early, and the answer lists the items up to the one that stopped it.
    */

@@ -7,7 +7,7 @@ export function metadataPath(base: string): string {
 }
 
 /**
- * The metadata document (CONTRACT.md §11.7), built from the configured identifier only, never
+ * The metadata document (docs/authzen.md), built from the configured identifier only, never
  * from the request's Host: no capabilities and no signed metadata, as none applies.
  */
 export function metadataDocument(base: string): string {

@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { appError } from '../errors/index.ts';
 
 /**
- * The AuthZEN request bodies (CONTRACT.md §11.3): JSON Schemas compiled once, and one readable
+ * The AuthZEN request bodies (docs/authzen.md): JSON Schemas compiled once, and one readable
  * sentence per refusal naming the field by its dotted path. Unknown keys are ignored at every
  * level, as AuthZEN §10.1.1 asks (unlike the /api bodies).
  */
@@ -135,7 +135,7 @@ export function parseRequest<T>(name: AuthzenSchemaName, value: unknown): T {
 const JSON_MEDIA = 'application/json';
 
 /**
- * The body as a JSON object, else a 400 (CONTRACT.md §11.3: a missing or other Content-Type, an
+ * The body as a JSON object, else a 400 (docs/authzen.md: a missing or other Content-Type, an
  * empty body, malformed JSON or a top level that is not an object are 400, not 415).
  */
 export function jsonObjectOf(body: Buffer, contentType: string): object {

@@ -4,7 +4,7 @@ import type { Pdp } from './decide.ts';
 import type { SearchRequest } from './requests.ts';
 
 /**
- * The three searches of CONTRACT.md §11.6, each the complete, sorted, duplicate-free list of what
+ * The three searches of docs/authzen.md, each the complete, sorted, duplicate-free list of what
  * would evaluate true, then paged by the caller: a page costs its own size plus a binary search.
  * The common cases read lists the graph keeps sorted through every write (the holders of one
  * permission, the known resources of a type); a union of several, or a user's own resources and

@@ -1,5 +1,5 @@
 /**
- * The AuthZEN 1.0 shapes (CONTRACT.md §11) the typed client sends and receives: the decision and
+ * The AuthZEN 1.0 shapes (docs/authzen.md) the typed client sends and receives: the decision and
  * search bodies are AuthZEN's own, without the /api envelope.
  */
 

@@ -1,5 +1,5 @@
 /**
- * Typed HTTP client of the rbac-gateway API (CONTRACT.md §5). Used by the tests, the benchmark and
+ * Typed HTTP client of the rbac-gateway API (docs/api.md §6). Used by the tests, the benchmark and
  * by services that call the gateway. Every call resolves with the full answer (status, headers,
  * parsed body); it never throws on an error status, so callers can assert on 4xx/5xx as values.
  */

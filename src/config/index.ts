@@ -68,7 +68,7 @@ function checkWebhookHosts(cfg: Config): void {
 }
 
 /**
- * The AuthZEN settings (CONTRACT.md §11): the PDP identifier is `https://host[:port][/path]`
+ * The AuthZEN settings (docs/authzen.md): the PDP identifier is `https://host[:port][/path]`
  * without userinfo, query, fragment or trailing slash, since clients compare it to what they
  * asked for; each subject type follows the name rule.
  */

@@ -1,5 +1,5 @@
 /**
- * The one JSON Schema of the service's settings (CONTRACT.md §1). Property names are the
+ * The one JSON Schema of the service's settings (docs/operations.md §1). Property names are the
  * environment variables themselves, so a message can name exactly what to fix.
  */
 export const configSchema = {

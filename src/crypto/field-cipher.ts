@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, pbkdf2Sync, timingSafeEqual } from 'node:crypto';
 
-/** CONTRACT.md §8: the derivation every instance sharing a database must agree on. */
+/** docs/operations.md §7: the derivation every instance sharing a database must agree on. */
 const SALT = 'auth_deterministic_encryption_salt_v1';
 const ITERATIONS = 100_000;
 const IV_BYTES = 16;
@@ -16,7 +16,7 @@ export class DecryptionError extends Error {
 }
 
 /**
- * Deterministic field encryption (CONTRACT.md §8): equal plaintexts give equal stored texts, so
+ * Deterministic field encryption (docs/operations.md §7): equal plaintexts give equal stored texts, so
  * equality look-ups still run in the database. AES-256-CTR with a synthetic IV, the first 16
  * bytes of HMAC-SHA256 of the plaintext; decryption recomputes that IV and refuses a mismatch.
  * Constructing one runs PBKDF2 (100,000 rounds): do it off the event loop (a pool thread).

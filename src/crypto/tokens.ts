@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
 
-/** The `iss` of every token this service issues and accepts (CONTRACT.md §3). */
+/** The `iss` of every token this service issues and accepts (docs/api.md §3). */
 export const TOKEN_ISSUER = 'rbac-gateway';
 
 export type TokenScope = 'read' | 'write';
@@ -25,7 +25,7 @@ export interface IssuedToken {
 const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
 /**
- * HS256 tokens with jose (CONTRACT.md §3). Verification accepts only HS256 with this secret and
+ * HS256 tokens with jose (docs/api.md §3). Verification accepts only HS256 with this secret and
  * issuer, and only the claims this service issues: `alg: none`, any other algorithm, a bad
  * signature, an expired token or an unknown scope are all refused (undefined). Keep the secret and
  * the tokens out of every log line and error.

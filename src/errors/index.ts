@@ -41,7 +41,7 @@ export const ERRORS = {
   },
   ERR_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, message: (p: { readonly maxBytes: number }) => `body must be at most ${p.maxBytes} bytes` },
   ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, message: () => 'body must be sent with Content-Type application/json' },
-  /** Transport refusals (CONTRACT.md §4): answered by the engine itself, before any route runs. */
+  /** Transport refusals (docs/api.md §4): answered by the engine itself, before any route runs. */
   ERR_HTTP_HEAD_TOO_LARGE: { status: 431, retryable: false, message: () => 'the request headers must be at most 16 KiB in all' },
   ERR_HTTP_URL_TOO_LONG: { status: 414, retryable: false, message: () => 'the URL (path and query) must be at most 8 KiB' },
   ERR_HTTP_LENGTH_CONFLICT: {
@@ -141,7 +141,7 @@ export const ERRORS = {
     retryable: true,
     message: (p: { readonly what: string; readonly reason: string }) => `the database aborted a concurrent transaction (${p.what}: ${p.reason})`,
   },
-  /** Start-up: the database's names are stored otherwise than this process would (CONTRACT.md §8). */
+  /** Start-up: the database's names are stored otherwise than this process would (docs/operations.md §7). */
   ERR_STORE_ENCRYPTION_MISMATCH: { status: 500, retryable: false, message: (p: { readonly why: string }) => p.why },
   ERR_INTERNAL: { status: 500, retryable: false, message: free },
 } as const satisfies Record<string, ErrorSpec>;

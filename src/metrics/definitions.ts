@@ -1,5 +1,5 @@
 /**
- * Every metric of the service (CONTRACT.md §9), in one place: names, types, labels and buckets are
+ * Every metric of the service (docs/operations.md §2), in one place: names, types, labels and buckets are
  * fixed, because dashboards and alert rules depend on them (deploy/ uses exactly these; a test
  * pins both against this table). prom-client's default process and Node.js metrics come on top.
  */

@@ -51,7 +51,7 @@ export class RequestCounters implements RequestMetrics {
 
   constructor(series: readonly RequestSeries[]) {
     this.#series = series;
-    // Every route's success status is there from the start, at 0 (CONTRACT.md §9).
+    // Every route's success status is there from the start, at 0 (docs/operations.md §2).
     this.#statuses = series.map((s) => new Map([[s.successStatus, 0]]));
     this.#buckets = series.map(() => new Float64Array(BOUNDS.length + 1));
     this.#sums = new Float64Array(series.length);

@@ -22,7 +22,7 @@ function seriesKey(v: Value): string {
 /**
  * The counters and histograms of `into` plus those of `more`, series by series; gauges are dropped
  * (a gauge of a process that is gone describes nothing). Used to keep an exited worker's counts in
- * the totals, so that its disappearance is not read as a counter reset (CONTRACT.md §9).
+ * the totals, so that its disappearance is not read as a counter reset (docs/operations.md §2).
  */
 export function addCumulative(into: readonly MetricJson[], more: readonly MetricJson[]): MetricJson[] {
   const byName = new Map<string, { metric: MetricJson; values: Map<string, Value> }>();

@@ -12,7 +12,7 @@ interface Pending {
 
 /**
  * Asks every worker for its metrics over IPC and keeps what they answer, so that the totals the
- * primary serves never go down while it runs (CONTRACT.md §9): a worker slower than the scrape
+ * primary serves never go down while it runs (docs/operations.md §2): a worker slower than the scrape
  * timeout contributes its last answer, and a worker that exits leaves its last counters and
  * histograms behind in {@link #retired} (its replacement starts from 0 and adds to them).
  */

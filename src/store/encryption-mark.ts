@@ -1,5 +1,5 @@
 /**
- * How a database's names are stored, as its `meta` table remembers it (CONTRACT.md §8): checked at
+ * How a database's names are stored, as its `meta` table remembers it (docs/operations.md §7): checked at
  * start-up, after reading the mark and before any client data is read or written, so a wrong key
  * or a switch of AUTH_ENABLE_ENCRYPTION over existing data stops the service instead of mixing
  * plaintext and ciphertext, or answering garbage.

@@ -19,7 +19,7 @@ export interface PostgresStoreSettings {
 
 /** What every store takes, whichever the database. */
 export interface CommonStoreSettings {
-  /** AUTH_ENCRYPTION_KEY when field encryption is on (CONTRACT.md §8). */
+  /** AUTH_ENCRYPTION_KEY when field encryption is on (docs/operations.md §7). */
   readonly encryptionKey?: string;
   /**
    * Background work (the workflow scheduler's runs): its threads run at a lower CPU priority, so

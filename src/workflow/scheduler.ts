@@ -33,7 +33,7 @@ const DELIVERY_CLAIM_MS = 15_000;
 const STOP_GRACE_MS = 2_000;
 
 /**
- * The workflow scheduler (CONTRACT.md §10), run in the primary: it owns no socket and no graph;
+ * The workflow scheduler (docs/api.md §12), run in the primary: it owns no socket and no graph;
  * runs are made by the store in one transaction each, off this event loop (pool threads).
  * Exactly one instance leads at a time, under a lease in the database renewed every quarter of
  * its length; only the leader runs due schedules and delivers webhooks. The store's run is also

@@ -1,5 +1,5 @@
 /**
- * The audit trail (CONTRACT.md §5 `GET /api/audit`, §3 credentials), black-box against the real
+ * The audit trail (docs/api.md §11, §3 credentials), black-box against the real
  * service: a row for every authenticated POST and DELETE but `/api/check`, whatever its outcome
  * (a successful write's row commits with the write, with its revision; failed ones follow the
  * answer), reads only with AUTH_AUDIT_CHECKS, newest first and paged, scoped to the client; no

@@ -1,6 +1,6 @@
 /**
  * The AuthZEN working group's interop scenarios (github.com/openid/authzen, interop/), seeded
- * through /api and replayed, where they are expressible with roles and permissions (CONTRACT.md
+ * through /api and replayed, where they are expressible with roles and permissions (docs/api.md
  * §11.4): the API gateway scenario (route-level decisions of five identities, granted type-wide
  * as `route:<METHOD>`), and the Todo application (a global permission per action). The Todo
  * decisions that hinge on `resource.properties.ownerID` (an editor may change only their own

@@ -1,5 +1,5 @@
 /**
- * The rules of CONTRACT.md §11 on the real server: 400 cases naming the field, what is ignored,
+ * The rules of docs/authzen.md on the real server: 400 cases naming the field, what is ignored,
  * unknown ids, the batch semantics and defaults, authentication and the order of checks, request
  * ids, isolation between clients, the metadata document, OpenAPI, metrics and audit of reads.
  */

@@ -1,6 +1,6 @@
 /**
  * AuthZEN searches, evaluations and explain against a brute-force model over random data
- * (CONTRACT.md §11.4-11.6, §5 explain): every search walked to its end at several limits equals
+ * (docs/authzen.md, docs/api.md §6 explain): every search walked to its end at several limits equals
  * the model; tokens are bound to the client, the route and the query, and refused when tampered.
  */
 import { test, before, after } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * Hostile and malformed input (CONTRACT.md §2-5): bad percent-encoding, over-long names, unicode,
+ * Hostile and malformed input (docs/api.md §2-§6): bad percent-encoding, over-long names, unicode,
  * control characters, encoded slashes, malformed, huge and chunked bodies, wrong content types,
  * garbage cursors and limits, bad X-Authz-Min-Revision. Each gets its exact status; afterwards
  * the tenant's stored data and revision are unchanged and the server still answers.

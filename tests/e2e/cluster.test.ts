@@ -1,5 +1,5 @@
 /**
- * Multi-process mode (CONTRACT.md §1 signals, §5 /api/changes, §6 consistency): AUTH_WORKERS
+ * Multi-process mode (docs/operations.md §4 signals, docs/api.md §10 the change feed, §9 consistency): AUTH_WORKERS
  * workers share one port (SO_REUSEPORT), so a request on a brand-new TCP connection lands on a
  * worker the kernel picks. Read-your-writes must hold on every connection; revisions are unique
  * and gapless; a killed, stalled or stopping worker never loses or half-applies an acknowledged

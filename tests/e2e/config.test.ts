@@ -1,5 +1,5 @@
 /**
- * Start-up configuration (CONTRACT.md §1): a bad value stops start-up with exit code 2 and one line
+ * Start-up configuration (docs/operations.md §1): a bad value stops start-up with exit code 2 and one line
  * naming the variable; defaults create the SQLite file and its folder; a taken port is an error,
  * not a hang.
  */

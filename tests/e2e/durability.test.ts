@@ -1,5 +1,5 @@
 /**
- * Durability (CONTRACT.md §1 signals, §5 delete atomicity, §7 "nothing acknowledged is ever lost"):
+ * Durability (docs/operations.md §4 signals, docs/api.md §6 delete atomicity, §13 "nothing acknowledged is ever lost"):
  * acknowledged writes survive SIGKILL right after their acknowledgement; writes in flight at the
  * kill are all-or-nothing; SIGTERM/SIGINT exit 0 with the data on disk.
  */

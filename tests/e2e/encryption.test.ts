@@ -1,5 +1,5 @@
 /**
- * Field encryption, black box (CONTRACT.md §8): with AUTH_ENABLE_ENCRYPTION=true every route
+ * Field encryption, black box (docs/operations.md §7): with AUTH_ENABLE_ENCRYPTION=true every route
  * answers plaintext while the database (SQLite file and WAL, PostgreSQL tables) holds no name in
  * plaintext and does hold the contract's vector ciphertexts; a start with another key, with
  * encryption off on an encrypted database, or on over a plaintext one, is refused with one clear
@@ -27,7 +27,7 @@ const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'rbac-gateway:changes:v1';
 /** Generous: a start compiles the service with tsx, slow on a busy machine. */
 const START_MS = 60_000;
-/** CONTRACT.md §8: the stored texts of these names under {@link KEY}. */
+/** docs/operations.md §7: the stored texts of these names under {@link KEY}. */
 const VECTORS: ReadonlyArray<readonly [string, string]> = [
   ['alice', 'INCKN6LjRf9yFtqDdMjIYNcuVYo4'],
   ['read', 'SxZObua4nogpuK/3UVSX1+nbQis='],

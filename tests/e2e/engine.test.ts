@@ -1,5 +1,5 @@
 /**
- * The HTTP engine setting (CONTRACT.md §1 AUTH_HTTP_ENGINE): `auto` takes uWebSockets.js only when
+ * The HTTP engine setting (docs/operations.md §1 AUTH_HTTP_ENGINE): `auto` takes uWebSockets.js only when
  * its native build loads, never its JavaScript fallback; `uws` that cannot load is a start-up
  * error; the engine in use is logged once and shown by /version. A native build that cannot load
  * is made real, not mocked: NODE_OPTIONS=--no-addons makes every native addon fail to load, as a

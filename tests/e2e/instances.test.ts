@@ -1,5 +1,5 @@
 /**
- * Several instances on one database, kept coherent through Redis (CONTRACT.md §6, §7): separate
+ * Several instances on one database, kept coherent through Redis (docs/api.md §9, §13): separate
  * processes on different ports. The push path (Redis), the backstop (revalidation) with Redis
  * killed, X-Authz-Min-Revision across instances, and concurrent writers on two instances.
  * Fault tests run their own redis-server on a free port, never the machine's shared one.

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (CONTRACT.md §9), black box: a server with 4 workers and its metrics port,
+ * Prometheus metrics (docs/operations.md §2), black box: a server with 4 workers and its metrics port,
  * requests on fresh connections (so the kernel spreads them over the workers), then a scrape.
  * The names, types, labels and buckets are pinned here from the contract's table, independently
  * of src/metrics/definitions.ts; the exposition is parsed strictly, and by `promtool` when it is
@@ -15,7 +15,7 @@ import { requireService } from '../helpers/services.ts';
 
 const REQUEST_BUCKETS = ['0.0001', '0.00025', '0.0005', '0.001', '0.002', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '1', '5', '+Inf'];
 
-/** CONTRACT.md §9: name → type and label names (histograms: without `le`). */
+/** docs/operations.md §2: name → type and label names (histograms: without `le`). */
 const CONTRACT: Record<string, { type: string; labels: string[] }> = {
   rbac_http_requests_total: { type: 'counter', labels: ['route', 'method', 'status'] },
   rbac_http_request_duration_seconds: { type: 'histogram', labels: ['route', 'method'] },

@@ -1,5 +1,5 @@
 /**
- * Operations (CONTRACT.md §1, §7): a graceful shutdown that keeps serving for
+ * Operations (docs/operations.md §1, docs/api.md §13): a graceful shutdown that keeps serving for
  * AUTH_SHUTDOWN_DELAY_MS while `/ready` says `draining`, whether the signal reaches the primary
  * alone or the whole process group; logs that are one JSON object a line, with a start-up line
  * holding the effective configuration (secrets redacted), the engine and the version; and the

@@ -1,5 +1,5 @@
 /**
- * A database outage (CONTRACT.md §7), caused for real: the service reaches PostgreSQL through a TCP
+ * A database outage (docs/api.md §13), caused for real: the service reaches PostgreSQL through a TCP
  * proxy the test cuts (every connection reset, new ones refused) and restores. Cached clients keep
  * being answered from memory, writes and uncached clients fail fast with 503 and Retry-After once
  * the circuit is open (a key that never wrote needs no database: the empty client, at once), /ready answers 200 `degraded` naming the database (503 with ?strict=1), and

@@ -1,5 +1,5 @@
 /**
- * The service under a real Prometheus server (CONTRACT.md §9): counters that never go down while
+ * The service under a real Prometheus server (docs/operations.md §2): counters that never go down while
  * the primary runs, across a worker killed and a worker too slow to answer a scrape; and every
  * dashboard panel and alert rule evaluated by Prometheus itself on the data the service exposed.
  */

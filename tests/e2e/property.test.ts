@@ -1,5 +1,5 @@
 /**
- * Model-based property test (CONTRACT.md §2, §4, §5): random sequences of writes against the real
+ * Model-based property test (docs/api.md §2, §4, §6): random sequences of writes against the real
  * server and against a plain in-test model, then every read route compared with the model,
  * pagination included. Replay a failure with PROPERTY_SEED=<seed> (printed on failure).
  */

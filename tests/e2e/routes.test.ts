@@ -1,5 +1,5 @@
 /**
- * Black-box tests of every in-scope route of CONTRACT.md (§1-5, §7) against the real server: success
+ * Black-box tests of every in-scope route of docs/api.md (§1-5, §7) against the real server: success
  * shapes, every documented error, envelopes and headers, authentication and key canonicalisation,
  * tenant isolation, idempotency, cascade delete, revisions and pagination.
  */

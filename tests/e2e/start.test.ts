@@ -1,5 +1,5 @@
 /**
- * `npm start` (CONTRACT.md §1): runs the compiled service (never tsx), execs it so that signals
+ * `npm start` (docs/operations.md §1): runs the compiled service (never tsx), execs it so that signals
  * reach it and its exit code is npm's, answers /ping within 3 s of spawning, and
  * `npm start -- --check-config` validates and exits without opening anything.
  */

@@ -1,5 +1,5 @@
 /**
- * Signed tokens (CONTRACT.md §3), black-box against the real service with two workers: issuing
+ * Signed tokens (docs/api.md §3), black-box against the real service with two workers: issuing
  * (`POST /api/token`: envelope, claims, lifetimes, scopes, bad bodies), use on every worker and
  * connection, client isolation, survival of a restart, every way a token is refused (401), the
  * scopes (403, checked before names and bodies, §2), the service without a secret (501) and the

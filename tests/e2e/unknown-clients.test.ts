@@ -1,5 +1,5 @@
 /**
- * Keys that never wrote cost nothing (CONTRACT.md §3, last point): answered as the empty client
+ * Keys that never wrote cost nothing (docs/api.md §3, last point): answered as the empty client
  * with no hydration and no cache entry, while a key's first write is visible at once on every
  * worker of its instance, and on another instance within the invalidation delay, through Redis
  * and through the revalidation backstop without it. Runs on the store of the run

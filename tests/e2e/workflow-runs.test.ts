@@ -1,5 +1,5 @@
 /**
- * Workflow runs (CONTRACT.md §5 `GET /api/workflow/runs/{workflow}`, §10), black-box against the
+ * Workflow runs (docs/api.md §6 `GET /api/workflow/runs/{workflow}`, §10), black-box against the
  * real service with AUTH_WORKFLOW_MIN_INTERVAL_SECONDS=1: the first run right after creation lists
  * every holder as added; each later run's added/removed follow the grants, revokes, membership
  * changes and role deletions made since the run before (checked against a model of the client,

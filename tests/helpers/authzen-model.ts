@@ -1,5 +1,5 @@
 /**
- * A brute-force model of the AuthZEN mapping (CONTRACT.md §11.4-11.6) and of explain (§5), written
+ * A brute-force model of the AuthZEN mapping (docs/authzen.md) and of explain (§5), written
  * from the contract's words alone, with no index and no shortcut: the service's answers must equal
  * it. Plus a seeded random client and a way to write it through /api.
  */

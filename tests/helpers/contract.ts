@@ -1,5 +1,5 @@
 /**
- * What CONTRACT.md §2 fixes about every envelope, written out here rather than imported from
+ * What docs/api.md §2 fixes about every envelope, written out here rather than imported from
  * src/, so that the black-box tests pin the contract instead of the implementation.
  */
 export const TIMESTAMP_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}$/;

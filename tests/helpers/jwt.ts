@@ -1,5 +1,5 @@
 /**
- * Hand-made JWTs for black-box tests of token verification (CONTRACT.md §3), built with node:crypto
+ * Hand-made JWTs for black-box tests of token verification (docs/api.md §3), built with node:crypto
  * only, so that what the service accepts is pinned independently of the library it signs with.
  */
 import { createHash, createHmac } from 'node:crypto';

@@ -1,7 +1,7 @@
 /**
  * Holds every answer a suite receives to the service's own `/openapi.json`: the status must be one
  * the document lists for that operation, the body must match its schema, and the headers named in
- * CONTRACT.md §7 must be sent exactly where the document says (required ones present, none sent
+ * docs/api.md §13 must be sent exactly where the document says (required ones present, none sent
  * undocumented, values of their schema). So the document cannot drift from the service again.
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';

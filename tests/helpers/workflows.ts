@@ -1,5 +1,5 @@
 /**
- * The workflow routes of CONTRACT.md §5 and §10 as the black-box tests call them: typed answers
+ * The workflow routes of docs/api.md §6 and §10 as the black-box tests call them: typed answers
  * written out from the contract (not imported from src/), polling for runs, and the checks every
  * test shares. Every webhook secret a server returns is remembered for the leak scan: the service
  * shows it once, in the 201, and never prints it.

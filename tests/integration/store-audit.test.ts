@@ -1,6 +1,6 @@
 /**
  * The audit trail, the encryption mark and field encryption at the store port, on SQLite and
- * PostgreSQL alike (CONTRACT.md §5 audit rows, §8): a write's audit row commits with the write or
+ * PostgreSQL alike (docs/api.md §11, docs/operations.md §7): a write's audit row commits with the write or
  * not at all; paging and pruning; the mark a database remembers; and an EncryptedStore over each
  * adapter leaving no name in plaintext in any table while answering plaintext. PostgreSQL cases
  * skip with a printed reason when the server is not reachable, and fail instead under
@@ -22,7 +22,7 @@ import { randomTenant as tenant } from '../helpers/tenants.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/;
 const KEY = 'test-encryption-password';
-/** CONTRACT.md §8: the stored texts of these names under {@link KEY}. */
+/** docs/operations.md §7: the stored texts of these names under {@link KEY}. */
 const VECTORS: ReadonlyArray<readonly [string, string]> = [
   ['alice', 'INCKN6LjRf9yFtqDdMjIYNcuVYo4'],
   ['read', 'SxZObua4nogpuK/3UVSX1+nbQis='],

@@ -1,5 +1,5 @@
 /**
- * Workflow schedules and runs at the store port, on SQLite and PostgreSQL alike (CONTRACT.md §5
+ * Workflow schedules and runs at the store port, on SQLite and PostgreSQL alike (docs/api.md §6
  * workflow routes, §8, §10): schedules with their audit rows; runs that diff who holds the
  * permission against the previous run, at one revision, once per due time, skipping missed
  * intervals; the scheduler lease; delivery claims; paging; client isolation; and an

@@ -1,5 +1,5 @@
 /**
- * CORS (CONTRACT.md §1 AUTH_ALLOW_CORS / AUTH_CORS_ORIGINS, §4) as a real browser applies it.
+ * CORS (docs/operations.md §1 AUTH_ALLOW_CORS / AUTH_CORS_ORIGINS, docs/api.md §5) as a real browser applies it.
  *
  * Chromium loads a page from one loopback port and calls the service on another, with an
  * `Authorization` header, so every call is preflighted. The listed origin creates a role, reads

@@ -1,5 +1,5 @@
 /**
- * A seeded fuzz of the HTTP surface (CONTRACT.md §2-5): hostile paths, methods, credentials,
+ * A seeded fuzz of the HTTP surface (docs/api.md §2-§6): hostile paths, methods, credentials,
  * queries, headers and bodies (tests/helpers/hostile-requests.ts), sent over raw sockets to one
  * server on SQLite per HTTP engine. Every answer must come (no hang), never be a 5xx, and be what
  * §2 says: an envelope of the right shape with `code` equal to the status and a 6-digit

@@ -1,6 +1,6 @@
 // The leak scan: every server output a test run saved (tests/helpers/leak-record.ts) is searched
 // for every client key, token and secret the run used, and for anything shaped like a client key
-// (a UUID v4) or a JWT, recorded or not: a server never prints any of them (CONTRACT.md §1, §3).
+// (a UUID v4) or a JWT, recorded or not: a server never prints any of them (docs/operations.md §1, docs/api.md §3).
 // tests/run.mjs runs it after all its runs; by hand: node tests/security/leaks.mjs <folder>.
 // A finding names the file, the test that started the server, the line and the kind of secret,
 // and shows at most the first 4 characters of the secret.

@@ -1,10 +1,10 @@
 /**
- * The transport limits of CONTRACT.md §4, on each HTTP engine in turn (whatever
+ * The transport limits of docs/api.md §4, on each HTTP engine in turn (whatever
  * AUTH_TEST_HTTP_ENGINE says): a head over 16 KiB is 431 or closed, a URL over 8 KiB 414 or
  * closed, a repeated Content-Length or Content-Length with Transfer-Encoding 400 (or closed) and
  * nothing written, a request that does not arrive within 10 s closed (408 where an answer can
  * still go out), and none of it a 500, a crash or a change to what is stored. Also the peer
- * address of the engine port (CONTRACT.md §5 audit rows), from an engine app started directly.
+ * address of the engine port (docs/api.md §11), from an engine app started directly.
  *
  * The slow-client cases take 10 to 12 s each: every case of both engines runs concurrently.
  */

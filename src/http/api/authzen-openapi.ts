@@ -30,7 +30,7 @@ const METADATA = {
   ),
 };
 
-/** The OpenAPI paths of the AuthZEN routes (CONTRACT.md §11.8), beside those of /api. */
+/** The OpenAPI paths of the AuthZEN routes (docs/authzen.md), beside those of /api. */
 export function authzenPaths(): Record<string, Record<string, object>> {
   const paths: Record<string, Record<string, object>> = {};
   for (const r of AUTHZEN_ROUTES) {

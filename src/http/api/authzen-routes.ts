@@ -1,6 +1,6 @@
 import type { AuthzenSchemaName } from '../../authzen/requests.ts';
 
-/** The AuthZEN decision routes (CONTRACT.md §11.1), at the service root; their ids are their operationIds and metric labels. */
+/** The AuthZEN decision routes (docs/authzen.md), at the service root; their ids are their operationIds and metric labels. */
 export interface AuthzenRoute {
   readonly id: 'authzen_evaluation' | 'authzen_evaluations' | 'authzen_search_subject' | 'authzen_search_resource' | 'authzen_search_action';
   readonly path: string;

@@ -4,7 +4,7 @@ import { errorEnvelope } from './schemas.ts';
 
 export type Headers = Record<string, object>;
 
-/** The response headers the service sends (CONTRACT.md §2, §3, §4, §6, §7), as OpenAPI header objects. */
+/** The response headers the service sends (docs/api.md §2, §3, §4, §9, §13), as OpenAPI header objects. */
 export const HEADER = {
   requestId: { 'X-Request-Id': { required: true, description: 'Echoed from the request (1-128 visible ASCII characters), else generated', schema: { type: 'string', minLength: 1, maxLength: 128 } } },
   revision: (required: boolean): Headers => ({

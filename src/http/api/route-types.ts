@@ -53,7 +53,7 @@ export interface LogRoute extends RouteBase {
   items(records: readonly ChangeRecord[]): unknown[];
 }
 
-/** POST /api/token: a signed token for the calling client key (CONTRACT.md §3). */
+/** POST /api/token: a signed token for the calling client key (docs/api.md §3). */
 export interface TokenRoute extends RouteBase {
   readonly kind: 'token';
 }
@@ -64,7 +64,7 @@ export interface AuditRoute extends RouteBase {
   items(entries: readonly AuditEntry[]): unknown[];
 }
 
-/** Workflow schedules and runs, kept in the database (CONTRACT.md §5, §10). */
+/** Workflow schedules and runs, kept in the database (docs/api.md §6, §12). */
 export interface WorkflowRoute extends RouteBase {
   readonly kind: 'workflow';
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
@@ -83,7 +83,7 @@ export function auditCommitsWithChange(route: Route): boolean {
 }
 
 /**
- * What a route asks of the caller's credential (CONTRACT.md §3): `read` for GET routes and
+ * What a route asks of the caller's credential (docs/api.md §3): `read` for GET routes and
  * POST /api/check (any key or token), `write` for changes (a key or a write token), `key` for
  * minting tokens (a client key only).
  */

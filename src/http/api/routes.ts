@@ -17,7 +17,7 @@ const asRoles = (_g: TenantGraph, names: readonly string[]) => names.map((role) 
 const p0 = (p: readonly string[]): string => p[0] as string;
 const p1 = (p: readonly string[]): string => p[1] as string;
 
-/** The routes of the specification and the contract's additions (CONTRACT.md §5), workflows last. */
+/** The routes of the specification and the contract's additions (docs/api.md §6), workflows last. */
 export const ROUTES: readonly Route[] = [
   {
     id: 'roles', kind: 'list', method: 'GET', path: '/api/roles', params: [], status: 200, message: 'OK', data: 'roles',

@@ -6,12 +6,12 @@ import { ROUTES } from './routes.ts';
 const UNKNOWN_METHODS = ['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS', 'PUT', 'PATCH'] as const;
 
 /**
- * The `/api` request series of the metrics (CONTRACT.md §9): one per route, in ROUTES order (a
+ * The `/api` request series of the metrics (docs/operations.md §2): one per route, in ROUTES order (a
  * route's index is its series), then `unknown` per method. Labels are route ids, never paths.
  */
 export const API_SERIES: readonly RequestSeries[] = [
   ...ROUTES.map((r) => ({ route: r.id, method: r.method, successStatus: r.status })),
-  // The AuthZEN routes (CONTRACT.md §11.8), labelled by their operationIds too.
+  // The AuthZEN routes (docs/authzen.md), labelled by their operationIds too.
   ...AUTHZEN_ROUTES.map((r) => ({ route: r.id, method: 'POST', successStatus: 200 })),
   { route: AUTHZEN_CONFIGURATION_ID, method: 'GET', successStatus: 200 },
   ...UNKNOWN_METHODS.map((method) => ({ route: 'unknown', method, successStatus: 404 })),

@@ -4,7 +4,7 @@ import type { ListRoute, ReadRoute, WorkflowRoute } from './route-types.ts';
 const first = (p: readonly string[]): string => p[0] as string;
 
 /**
- * The workflow routes (CONTRACT.md §5): a workflow is a permission name. The two reads are
+ * The workflow routes (docs/api.md §6): a workflow is a permission name. The two reads are
  * answered from the tenant graph like the other reads; schedules and runs live in the database
  * and are answered by the slow path (http/handle/workflow-answers.ts).
  */

@@ -3,7 +3,7 @@ import type { EngineResponse } from './port.ts';
 import { errorBody, RequestIds } from './wire.ts';
 
 /**
- * The transport limits of CONTRACT.md §4, the same on both engines. Each engine enforces them
+ * The transport limits of docs/api.md §4, the same on both engines. Each engine enforces them
  * before (or around) the handlers, and answers them itself: they are about the request's
  * framing, not about any route.
  */

@@ -1,7 +1,7 @@
 import type { EngineResponse } from './port.ts';
 
 /**
- * The peer's IP address as text, one spelling whatever the engine (CONTRACT.md §5 audit rows:
+ * The peer's IP address as text, one spelling whatever the engine (docs/api.md §11:
  * forwarding headers are not trusted): dotted IPv4, also for a client that reached an IPv6 socket
  * (`::ffff:127.0.0.1`), else compressed IPv6 as RFC 5952 has it (`::1`). uWS writes IPv6 out in
  * full (`0000:0000:0000:0000:0000:ffff:7f00:0001`), node:http compressed. Call it during the

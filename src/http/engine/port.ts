@@ -36,7 +36,7 @@ export interface EngineResponse {
   /**
    * Streams the request body; `isLast` marks the final chunk (empty for an empty body). A body
    * that does not arrive within 10 s is answered 408 by the engine itself, or its connection
-   * closed (CONTRACT.md §4); `onAborted`'s handler then runs, and no last chunk ever comes.
+   * closed (docs/api.md §4); `onAborted`'s handler then runs, and no last chunk ever comes.
    */
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): unknown;
   /**

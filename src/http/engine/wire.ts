@@ -8,7 +8,7 @@ import { timestamp } from '../../time/index.ts';
  * the reply stage (../reply/) builds on it.
  */
 
-/** The envelope of an error answer (CONTRACT.md §2). */
+/** The envelope of an error answer (docs/api.md §2). */
 export function errorBody(status: number, detail: string): string {
   const message = STATUS_TEXT[status] ?? 'Error';
   return `{"success":false,"code":${status},"message":"${message}","error":${JSON.stringify(detail)},"timestamp":"${timestamp()}"}`;

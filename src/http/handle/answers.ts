@@ -73,7 +73,7 @@ export class Answers {
     this.#reply.send(t, route.status, text, g.revision);
   }
 
-  /** The decisions in a read's answer (CONTRACT.md §9 rbac_check_decisions_total). */
+  /** The decisions in a read's answer (docs/operations.md §2 rbac_check_decisions_total). */
   #countDecisions(routeId: string, data: unknown): void {
     if (routeId === 'permission.get') this.#metrics.decision((data as { has_permission: boolean }).has_permission);
     else if (routeId === 'membership.get') this.#metrics.decision((data as { is_member: boolean }).is_member);

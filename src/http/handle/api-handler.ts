@@ -141,7 +141,7 @@ export class ApiHandler {
   }
 }
 
-/** The 403 of a credential whose scope does not allow the route (CONTRACT.md §3), else undefined. */
+/** The 403 of a credential whose scope does not allow the route (docs/api.md §3), else undefined. */
 function scopeRefusal(access: RoutePlan['access'], principal: Principal): AppError | undefined {
   if (access === 'key' && principal.scope !== 'key') return appError('ERR_AUTH_TOKEN_CANNOT_MINT');
   if (access === 'write' && principal.scope === 'read') return appError('ERR_AUTH_READ_SCOPE');

@@ -10,7 +10,7 @@ import type { RequestMetrics } from '../../metrics/requests.ts';
 import type { Cursors } from '../input/cursor.ts';
 import type { AuthzenRoute } from '../api/authzen-routes.ts';
 
-/** A search page holds at most this many results, whatever the limit (CONTRACT.md §11.6). */
+/** A search page holds at most this many results, whatever the limit (docs/authzen.md). */
 const MAX_PAGE = 1000;
 
 type Search = (g: TenantGraph, pdp: Pdp, req: SearchRequest) => readonly string[];

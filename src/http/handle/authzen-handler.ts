@@ -25,7 +25,7 @@ export interface AuthzenParts {
   readonly slow: SlowPath;
   readonly drain: Drain;
   readonly audit: AuditSink;
-  /** AUTH_AUDIT_CHECKS: these routes are reads, audited only then (CONTRACT.md §11.8). */
+  /** AUTH_AUDIT_CHECKS: these routes are reads, audited only then (docs/authzen.md). */
   readonly auditReads: boolean;
   readonly metrics: RequestMetrics;
 }
@@ -34,7 +34,7 @@ export interface AuthzenParts {
 type Prepared = { readonly value: object; readonly minRevision: number; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean; readonly minRevision: number };
 
 /**
- * The engine handlers of the AuthZEN routes (CONTRACT.md §11.2): authenticated as /api, then 413,
+ * The engine handlers of the AuthZEN routes (docs/authzen.md): authenticated as /api, then 413,
  * then 400. Once the body is in and the client's graph is cached, the answer is written in the
  * engine's data callback itself: no promise and no await between the body and the decision.
  */
@@ -128,7 +128,7 @@ export class AuthzenHandler {
   }
 }
 
-/** The body as a JSON object, or the first error in the order of CONTRACT.md §11.2 (413, then 400). */
+/** The body as a JSON object, or the first error in the order of docs/authzen.md (413, then 400). */
 function prepare(body: Collected, contentType: string, headerError: AppError | undefined, minRevision: number): Prepared {
   // A refused request is answered at once, whatever revision it asked for.
   if (body.error !== undefined) return { error: body.error, close: body.close, minRevision: 0 };

@@ -7,7 +7,7 @@ import type { RouteTable } from './route-table.ts';
 const CACHE: ReadonlyArray<readonly [string, string]> = [['Cache-Control', 'public, max-age=300']];
 
 /**
- * `GET /.well-known/authzen-configuration` (CONTRACT.md §11.7), and the same with the base URL's
+ * `GET /.well-known/authzen-configuration` (docs/authzen.md), and the same with the base URL's
  * path after it when it has one (the RFC 8615 form): the document is built once from AUTH_AUTHZEN_BASE_URL, never from the request.
  * Without the setting the route answers 404 naming it.
  */

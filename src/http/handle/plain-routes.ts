@@ -29,7 +29,7 @@ const DRAINING = '{"status":"draining"}';
 const RETRY: ReadonlyArray<readonly [string, string]> = [['Retry-After', '1']];
 
 /**
- * Readiness (CONTRACT.md §7): 503 `draining` from shutdown on; else 200 `ready`, or 200 `degraded`
+ * Readiness (docs/api.md §13): 503 `draining` from shutdown on; else 200 `ready`, or 200 `degraded`
  * naming what is down (`database`: cached clients are still answered; `redis`: the revalidation
  * holds), so that a shared dependency's outage does not take every instance out of a load
  * balancer. `?strict=1` answers 503 whenever degraded.

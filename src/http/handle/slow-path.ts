@@ -92,13 +92,13 @@ export class SlowPath {
     corked(t, () => this.#reply.send(t, 200, text, this.#revisionOr(t, g)));
   }
 
-  /** Schedules and runs (CONTRACT.md §5): read and written in the database; the revision is not theirs to change. */
+  /** Schedules and runs (docs/api.md §6): read and written in the database; the revision is not theirs to change. */
   async #workflow(t: TenantTarget, route: WorkflowRoute, p: string[], query: Query, value: unknown, g: TenantGraph): Promise<void> {
     const text = await this.#workflows.answer(t, route, p, query, value);
     corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
   }
 
-  /** POST /api/token (CONTRACT.md §3): the caller is a client key (checked with the scopes). */
+  /** POST /api/token (docs/api.md §3): the caller is a client key (checked with the scopes). */
   async #token(t: TenantTarget, route: TokenRoute, value: unknown, principal: Principal, g: TenantGraph): Promise<void> {
     const authority = this.#tokens.authority;
     if (authority === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
@@ -123,7 +123,7 @@ export class SlowPath {
   }
 
   /**
-   * The tenant's graph at `minRevision` or newer (`X-Authz-Min-Revision`, CONTRACT.md §6), waiting
+   * The tenant's graph at `minRevision` or newer (`X-Authz-Min-Revision`, docs/api.md §9), waiting
    * for it up to a second; the 400 to answer when the database has not reached it, the 503 when it
    * does not come in time. `loaded`: a graph already in
    * hand, else the cached one (loaded when missing).

@@ -69,7 +69,7 @@ function finish(buf: Buffer, contentType: string, schema: BodySchemaName): BodyR
 
 /**
  * The engines answer a body that does not arrive within 10 s with 408, or close its connection
- * (CONTRACT.md §4), and tell the handler through `onAborted`, never through `onData`. A read
+ * (docs/api.md §4), and tell the handler through `onAborted`, never through `onData`. A read
  * still open a little later has lost its connection: it is settled then, so that nothing (the
  * request's answer, the drain at shutdown) waits on a body that can no longer come.
  */

@@ -19,7 +19,7 @@ const sha256Hex: (text: string) => string =
  */
 export interface Principal {
   readonly tenant: TenantId;
-  /** A client key may do everything; a token what its scope allows (CONTRACT.md §3). */
+  /** A client key may do everything; a token what its scope allows (docs/api.md §3). */
   readonly scope: 'key' | 'read' | 'write';
   /** How audit rows name it: `key:<first 12 hex of the client hash>` or `token:<jti>`. */
   readonly credential: string;

@@ -8,7 +8,7 @@ import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput }
 import { callOf, PassingStore } from './passing.ts';
 
 /**
- * Field encryption around an adapter (CONTRACT.md §8), run inside a pool thread: names,
+ * Field encryption around an adapter (docs/operations.md §7), run inside a pool thread: names,
  * descriptions, audit resources, and workflow schedules' webhook URLs and secrets are encrypted
  * before the adapter sees them and decrypted as they come back, so the database (tables,
  * changelog, audit, workflow schedules and runs) never holds one in plaintext. The

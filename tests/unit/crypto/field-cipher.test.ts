@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DecryptionError, FieldCipher } from '../../../src/crypto/field-cipher.ts';
 
-// CONTRACT.md §8: the vectors for key `test-encryption-password`.
+// docs/operations.md §7: the vectors for key `test-encryption-password`.
 const VECTORS: ReadonlyArray<readonly [string, string]> = [
   ['alice', 'INCKN6LjRf9yFtqDdMjIYNcuVYo4'],
   ['read', 'SxZObua4nogpuK/3UVSX1+nbQis='],

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document (CONTRACT.md §7) as generators and validators read it: Redocly CLI's
+ * The OpenAPI document (docs/api.md §13) as generators and validators read it: Redocly CLI's
  * recommended rules find nothing, and it names every parameter, header, scheme and server a
  * client needs. That each answer matches it is held by the route and bad-input suites.
  */

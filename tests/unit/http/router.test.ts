@@ -1,4 +1,4 @@
-// The node:http adapter's router: the matching rules uWS applies natively (CONTRACT.md §4, §2).
+// The node:http adapter's router: the matching rules uWS applies natively (docs/api.md §4, §2).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Router } from '../../../src/http/engine/node/router.ts';

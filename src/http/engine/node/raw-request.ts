@@ -29,7 +29,7 @@ export interface RawHead {
 }
 
 /**
- * The transport limits node:http would have checked had it parsed this head (CONTRACT.md §4),
+ * The transport limits node:http would have checked had it parsed this head (docs/api.md §4),
  * and a body that did not come whole with the head: it is never waited for here.
  */
 export function rawHeadProblem(head: RawHead): Refusal | undefined {
