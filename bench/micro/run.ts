@@ -12,6 +12,7 @@ import { table } from '../lib/stats.ts';
 import * as graph from './authz/graph.bench.ts';
 import * as page from './authz/page.bench.ts';
 import * as credentials from './http/input/credentials.bench.ts';
+import * as apiHandler from './http/handle/api-handler.bench.ts';
 import * as pipeline from './worker/write-pipeline.bench.ts';
 
 export interface MicroTask {
@@ -21,7 +22,7 @@ export interface MicroTask {
   fn: () => unknown;
 }
 
-const FILES: Record<string, { tasks: MicroTask[] }> = { 'authz/graph': graph, 'authz/page': page, 'http/credentials': credentials, 'worker/write-pipeline': pipeline };
+const FILES: Record<string, { tasks: MicroTask[] }> = { 'authz/graph': graph, 'authz/page': page, 'http/input/credentials': credentials, 'http/handle/api-handler': apiHandler, 'worker/write-pipeline': pipeline };
 
 async function main(): Promise<number> {
   const filter = process.argv[2] ?? '';

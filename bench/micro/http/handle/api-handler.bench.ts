@@ -1,0 +1,108 @@
+/**
+ * src/http/handle/api-handler.ts: has_permission through the whole route handler as the server
+ * wires it (credentials, cache, graph, serialised answer, the Reply with its metrics), without a
+ * socket: an engine that only keeps the handlers, and request and response objects that only
+ * record. What a request costs above the engine's own parsing and writing.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Snapshot } from '../../../../src/authz/changes.ts';
+import { TenantCache } from '../../../../src/cache/index.ts';
+import { loadConfig } from '../../../../src/config/index.ts';
+import type { Engine, EngineApp, EngineRequest, EngineResponse, Handler } from '../../../../src/http/engine/port.ts';
+import { tenantOfKey } from '../../../../src/http/input/credentials.ts';
+import { startHttpServer, type Backend } from '../../../../src/http/server.ts';
+import { createLogger } from '../../../../src/log/index.ts';
+import { NO_REQUEST_METRICS } from '../../../../src/metrics/requests.ts';
+import { generate, probes } from '../../../lib/dataset.ts';
+import type { MicroTask } from '../../run.ts';
+
+const ds = generate({ users: 33_334, roles: 100, permissions: 1_000, rolesPerUser: 3, grantsPerRole: [10, 50], clients: 1, hotHolders: 0, pareto: 1.2, seed: 42 });
+const key = randomUUID();
+const tenant = tenantOfKey(key);
+
+/** The data set as one snapshot, what a hydration reads. */
+function snapshotOf(): Snapshot {
+  const roles: Array<[string, string]> = [];
+  const grants: Array<[string, string]> = [];
+  const memberships: Array<[string, string]> = [];
+  for (const c of ds.changes) {
+    if (c.op === 'role.create') roles.push([c.role, c.description ?? '']);
+    else if (c.op === 'permission.grant') grants.push([c.role, c.permission]);
+    else if (c.op === 'membership.add') memberships.push([c.user, c.role]);
+  }
+  return { revision: ds.changes.length, roles, grants, memberships };
+}
+
+const handlers = new Map<string, Handler>();
+const app: EngineApp = {
+  on: (method, pattern, handler) => void handlers.set(`${method} ${pattern}`, handler),
+  otherMethods: () => undefined,
+  fallback: () => undefined,
+  listen: async () => ({ port: 0, stopAccepting: () => undefined, closeConnections: () => undefined }),
+};
+const engine: Engine = { name: 'uws', reason: 'micro-benchmark', prepareCluster: () => undefined, createApp: () => app };
+const cache = new TenantCache(async () => snapshotOf(), 256 * 1024 * 1024);
+await cache.load(tenant);
+const unused = (): never => {
+  throw new Error('the hot path asked the backend');
+};
+await startHttpServer({
+  config: loadConfig({ AUTH_LOG_LEVEL: 'error' }, '/nonexistent'),
+  log: createLogger('error'),
+  cache,
+  backend: new Proxy({}, { get: () => unused }) as Backend,
+  cursorSecret: Buffer.alloc(32, 7),
+  engine,
+  metrics: NO_REQUEST_METRICS,
+});
+const hasPermission = [...handlers].find(([k]) => k.startsWith('GET /api/has_permission/'))?.[1];
+if (hasPermission === undefined) throw new Error(`no has_permission handler among ${[...handlers.keys()].join(', ')}`);
+
+const sample = probes(ds, 4_096, 0.2, 7);
+const authorization = `Bearer ${key}`;
+let answered = '';
+const response: EngineResponse = {
+  writeStatus: () => response,
+  writeHeader: () => response,
+  end: (body: string) => {
+    answered = body;
+    return response;
+  },
+  endWithoutBody: () => response,
+  cork: (write: () => void) => {
+    write();
+    return response;
+  },
+  onAborted: () => response,
+  onData: () => response,
+  getRemoteAddressAsText: () => new TextEncoder().encode('127.0.0.1').buffer,
+};
+let user = '';
+let permission = '';
+const request: EngineRequest = {
+  getHeader: (name) => (name === 'authorization' ? authorization : ''),
+  getParameter: (i) => (i === 0 ? user : permission),
+  getQuery: () => undefined,
+  getMethod: () => 'get',
+  getUrl: () => '/api/has_permission',
+};
+let i = 0;
+const ask = (p: { user: string; permission: string }): string => {
+  user = encodeURIComponent(p.user);
+  permission = encodeURIComponent(p.permission);
+  hasPermission(response, request);
+  return answered;
+};
+
+export const tasks: MicroTask[] = [
+  {
+    name: 'has_permission, whole handler (Pareto probes, 20% false)',
+    check: () => {
+      for (const p of sample) {
+        const body = JSON.parse(ask(p)) as { data?: { has_permission?: boolean } };
+        if (body.data?.has_permission !== p.expected) throw new Error(`has_permission(${p.user}, ${p.permission}) answered ${JSON.stringify(body)}`);
+      }
+    },
+    fn: () => ask(sample[i++ & 4095] as { user: string; permission: string }),
+  },
+];
