@@ -12,17 +12,9 @@ export const WRITE_ROLE = 'bench-writes';
 export const HOT_ROLE = 'hot-readers';
 export const HOT_PERMISSION = 'hot.report:read';
 
-/** mulberry32: small, fast, good enough to pick benchmark data; same seed, same data. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from '../../tests/helpers/prng.ts';
+
+export { prng };
 
 /** An index of [0, n) from a bounded Pareto law of shape `alpha`: index 0 is the most frequent. */
 export function paretoIndex(rand: () => number, n: number, alpha: number): number {

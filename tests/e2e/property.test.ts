@@ -9,22 +9,13 @@ import { createHash, randomInt } from 'node:crypto';
 import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, PageOptions, RbacClient } from '../../src/client/index.ts';
 import { RbacModel as Model } from '../helpers/rbac-model.ts';
+import { prng } from '../helpers/prng.ts';
 
 // ---- seeded PRNG ------------------------------------------------------------------------------
 
 type Rng = () => number;
 
-/** mulberry32: tiny, fast, good enough for choosing operations. */
-function mulberry32(seed: number): Rng {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const mulberry32 = (seed: number): Rng => prng(seed);
 
 function pick<T>(rng: Rng, items: readonly T[]): T {
   const item = items[Math.floor(rng() * items.length)];

@@ -72,17 +72,9 @@ export function explain(m: Model, user: string, permission: string): { has_permi
   return { has_permission: false, granted_by: [], remedies };
 }
 
-/** A small deterministic PRNG (mulberry32), so a failing seed can be replayed. */
-export function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let x = s;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from './prng.ts';
+
+export { prng };
 
 export const TYPES = ['doc', 'img'] as const;
 export const ACTIONS = ['read', 'write', 'share'] as const;

@@ -1,33 +1,21 @@
 import type { TenantGraph } from '../../authz/graph.ts';
 import { jsonObjectOf } from '../../authzen/requests.ts';
-import type { TenantCache } from '../../cache/index.ts';
 import { AppError } from '../../errors/index.ts';
-import type { RequestMetrics } from '../../metrics/requests.ts';
-import { AuditedRequest, type AuditSink } from './audited.ts';
+import { AuditedRequest } from './audited.ts';
+import type { ApiParts } from './api-handler.ts';
 import type { AuthzenAnswers } from './authzen-answers.ts';
-import type { BodyReader, Collected } from '../input/body.ts';
+import type { Collected } from '../input/body.ts';
 import { CapturedRequest } from '../input/captured-request.ts';
-import type { Credentials, Principal } from '../input/credentials.ts';
-import type { Drain } from '../reply/drain.ts';
+import type { Principal } from '../input/credentials.ts';
 import { peerAddress } from '../engine/peer-address.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { parseQuery } from '../input/query.ts';
-import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
+import { corked, type TenantTarget } from '../reply/reply.ts';
 import type { AuthzenRoute } from '../api/authzen-routes.ts';
-import type { SlowPath } from './slow-path.ts';
 
-export interface AuthzenParts {
-  readonly credentials: Credentials;
-  readonly cache: TenantCache;
-  readonly body: BodyReader;
+/** What the AuthZEN routes share with /api (the same credentials, cache, reply, audit), with their own answers. */
+export interface AuthzenParts extends Omit<ApiParts, 'answers'> {
   readonly answers: AuthzenAnswers;
-  readonly reply: Reply;
-  readonly slow: SlowPath;
-  readonly drain: Drain;
-  readonly audit: AuditSink;
-  /** AUTH_AUDIT_CHECKS: these routes are reads, audited only then (docs/authzen.md). */
-  readonly auditReads: boolean;
-  readonly metrics: RequestMetrics;
 }
 
 /** A request read and checked up to its graph: the JSON object to answer, or the error to answer with. */
