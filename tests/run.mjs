@@ -14,6 +14,7 @@ const files = [
   'tests/unit/authz/holders.test.ts',
   'tests/unit/authz/compact-graph.test.ts',
   'tests/unit/authz/estimate.test.ts',
+  'tests/unit/authz/names.test.ts',
   'tests/unit/errors/catalogue.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',

@@ -18,6 +18,13 @@ export const EMPTY_GRAPHS_MAX = 1024;
 export class Graphs {
   readonly #real: LRUCache<TenantId, TenantGraph>;
   readonly #empty: LRUCache<TenantId, TenantGraph>;
+  /**
+   * The last real graph found, and its tenant. A run of requests of one client, the common case,
+   * skips the LRU's bookkeeping: its recency could not change (it is the most recent already, as
+   * nothing else was looked up since). Forgotten on every set and delete, where eviction happens.
+   */
+  #lastTenant: TenantId | '' = '';
+  #lastGraph: TenantGraph | undefined;
 
   /** `evicted` hears of each real graph evicted to stay within `maxBytes`. */
   constructor(maxBytes: number, evicted: () => void) {
@@ -45,7 +52,13 @@ export class Graphs {
 
   /** A real client's graph, marked as recently used. */
   real(tenant: TenantId): TenantGraph | undefined {
-    return this.#real.get(tenant);
+    if (tenant === this.#lastTenant) return this.#lastGraph;
+    const g = this.#real.get(tenant);
+    if (g !== undefined) {
+      this.#lastTenant = tenant;
+      this.#lastGraph = g;
+    }
+    return g;
   }
 
   /** An empty graph, marked as recently used. */
@@ -66,6 +79,8 @@ export class Graphs {
   }
 
   delete(tenant: TenantId): void {
+    this.#lastTenant = '';
+    this.#lastGraph = undefined;
     this.#real.delete(tenant);
     this.#empty.delete(tenant);
   }

@@ -38,7 +38,9 @@ const BOUNDS: readonly number[] = REQUEST_BUCKETS;
 /** The counters behind {@link RequestMetrics}, per worker. */
 export class RequestCounters implements RequestMetrics {
   readonly #series: readonly RequestSeries[];
-  /** Per series: status → requests. */
+  /** Per series: requests answered with its success status (most of them: no map look-up). */
+  readonly #successes: Float64Array;
+  /** Per series: every other status → requests. */
   readonly #statuses: Array<Map<number, number>>;
   /** Per series: requests per bucket (not cumulative), the last one over every bound. */
   readonly #buckets: Float64Array[];
@@ -52,15 +54,20 @@ export class RequestCounters implements RequestMetrics {
   constructor(series: readonly RequestSeries[]) {
     this.#series = series;
     // Every route's success status is there from the start, at 0 (docs/operations.md §2).
-    this.#statuses = series.map((s) => new Map([[s.successStatus, 0]]));
+    this.#successes = new Float64Array(series.length);
+    this.#statuses = series.map(() => new Map());
     this.#buckets = series.map(() => new Float64Array(BOUNDS.length + 1));
     this.#sums = new Float64Array(series.length);
   }
 
   answered(series: number, status: number, seconds: number): void {
-    const statuses = this.#statuses[series];
-    if (statuses === undefined) return;
-    statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    const s = this.#series[series];
+    if (s === undefined) return;
+    if (status === s.successStatus) this.#successes[series]! += 1;
+    else {
+      const statuses = this.#statuses[series] as Map<number, number>;
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
     let i = 0;
     while (i < BOUNDS.length && seconds > (BOUNDS[i] as number)) i++;
     (this.#buckets[series] as Float64Array)[i]! += 1;
@@ -87,6 +94,7 @@ export class RequestCounters implements RequestMetrics {
     const durations: Array<MetricJson['values'][number]> = [];
     this.#series.forEach((s, i) => {
       const labels = { route: s.route, method: s.method };
+      requests.push({ value: this.#successes[i] as number, labels: { ...labels, status: s.successStatus } });
       for (const [status, value] of this.#statuses[i] as Map<number, number>) requests.push({ value, labels: { ...labels, status } });
       const buckets = this.#buckets[i] as Float64Array;
       let cumulative = 0;

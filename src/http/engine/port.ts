@@ -25,8 +25,12 @@ export interface EngineResponse {
   /** `200 OK`: code and reason phrase. Must come first. */
   writeStatus(status: string): unknown;
   writeHeader(name: string, value: string): unknown;
-  /** Sends the body and completes the response; `closeConnection` adds `Connection: close`. */
-  end(body: string, closeConnection?: boolean): unknown;
+  /**
+   * Sends the body and completes the response; `closeConnection` adds `Connection: close`. Bytes
+   * are the caller's again once the call returns (a prebuilt answer is rewritten for the next
+   * request): an engine that sends them later copies them first.
+   */
+  end(body: string | Uint8Array, closeConnection?: boolean): unknown;
   /** Completes a response to HEAD. */
   endWithoutBody(): unknown;
   /** Runs `write` with the socket corked: required by uWS outside the handler's synchronous part. */

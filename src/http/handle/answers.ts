@@ -2,10 +2,10 @@ import fastJson from 'fast-json-stringify';
 import type { ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import { pageAfter } from '../../authz/page.ts';
-import { timestamp } from '../../time/index.ts';
 import type { Cursors } from '../input/cursor.ts';
 import type { Query } from '../input/query.ts';
 import { successPrefix, successTail } from '../reply/envelope.ts';
+import { TimestampedAnswer } from '../reply/prebuilt.ts';
 import type { Reply, TenantTarget } from '../reply/reply.ts';
 import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
 import type { AuditEntry, AuditPosition } from '../../audit/record.ts';
@@ -18,9 +18,6 @@ import type { TenantId } from '../../authz/tenant.ts';
 /** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
 const MAX_CHANGES = 10_000;
 
-/** Prebuilt has_permission answers: only the timestamp varies. */
-const HAS_TRUE = `${successPrefix(200, 'OK')}{"has_permission":true},"timestamp":"`;
-const HAS_FALSE = `${successPrefix(200, 'OK')}{"has_permission":false},"timestamp":"`;
 
 /** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
 export type ChangelogReader = (tenant: TenantId, since: number, limit: number) => Promise<ChangeRecord[]>;
@@ -42,6 +39,9 @@ export class Answers {
   readonly #audit: AuditReader;
   readonly #metrics: RequestMetrics;
   readonly #serialize: Record<DataSchemaName, (v: unknown) => string>;
+  /** has_permission's two answers, as bytes: only the timestamp varies. */
+  readonly #hasTrue = new TimestampedAnswer(`${successPrefix(200, 'OK')}{"has_permission":true},"timestamp":"`);
+  readonly #hasFalse = new TimestampedAnswer(`${successPrefix(200, 'OK')}{"has_permission":false},"timestamp":"`);
 
   constructor(reply: Reply, cursors: Cursors, changelog: ChangelogReader, audit: AuditReader, metrics: RequestMetrics) {
     this.#reply = reply;
@@ -56,12 +56,15 @@ export class Answers {
 
   /** Answers a read route from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */
   read(t: TenantTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
-    let text: string;
     if (route.id === 'has_permission') {
       const allowed = g.check(p[0] as string, p[1] as string);
       this.#metrics.decision(allowed);
-      text = (allowed ? HAS_TRUE : HAS_FALSE) + timestamp() + '"}';
-    } else if (route.kind === 'list') {
+      // Stamped with the time the handler took the request: a microsecond before now, one clock read fewer.
+      this.#reply.send(t, route.status, (allowed ? this.#hasTrue : this.#hasFalse).at(t.startedAt), g.revision);
+      return;
+    }
+    let text: string;
+    if (route.kind === 'list') {
       text = this.#listPage(t, route, g, p, query.limit, query.cursor);
     } else if (route.kind === 'read' && route.run !== undefined) {
       const data = route.run(g, p, body);

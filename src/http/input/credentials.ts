@@ -38,6 +38,12 @@ export class Credentials {
   readonly #known = new LRUCache<string, Principal>({ max: MAX_REMEMBERED });
   readonly #tokens: TokenAuthority | undefined;
   readonly #mayExist: (tenant: TenantId) => boolean;
+  /**
+   * The last header answered from memory and its principal: a caller sends one key on every
+   * request, so most look-ups end here with one string compare, before the LRU's bookkeeping.
+   */
+  #lastHeader = '';
+  #lastPrincipal: Principal | undefined;
 
   /**
    * `tokens`: the verifier of signed tokens, when the service has a secret for them. `mayExist`:
@@ -51,9 +57,11 @@ export class Credentials {
 
   /** The principal of a client key, or of a token verified before and still valid; else undefined. */
   known(header: string): Principal | undefined {
+    const last = this.#lastPrincipal;
+    if (header === this.#lastHeader && last !== undefined && (last.expiresAtMs === Infinity || last.expiresAtMs > Date.now())) return last;
     const known = this.#known.get(header);
     if (known !== undefined) {
-      if (known.expiresAtMs === Infinity || known.expiresAtMs > Date.now()) return known;
+      if (known.expiresAtMs === Infinity || known.expiresAtMs > Date.now()) return this.#memo(header, known);
       this.#known.delete(header);
       return undefined;
     }
@@ -83,6 +91,12 @@ export class Credentials {
 
   #remember(header: string, principal: Principal): Principal {
     this.#known.set(header, principal);
+    return this.#memo(header, principal);
+  }
+
+  #memo(header: string, principal: Principal): Principal {
+    this.#lastHeader = header;
+    this.#lastPrincipal = principal;
     return principal;
   }
 }

@@ -73,6 +73,9 @@ export class Reply {
   readonly #access: AccessLog;
   readonly #ids = new RequestIds();
   #closing = false;
+  /** The last revision written as a header, and its text: most answers repeat it. */
+  #revision = -1;
+  #revisionText = '';
 
   constructor(settings: ReplySettings) {
     this.cors = settings.cors;
@@ -107,7 +110,7 @@ export class Reply {
    * Writes a complete response. The caller corks when it is not inside the uWS handler's own
    * synchronous part (see {@link corked}).
    */
-  send(t: ReplyTarget, status: number, body: string, revision: number | undefined, extra?: ReadonlyArray<readonly [string, string]>, closeConnection = false): void {
+  send(t: ReplyTarget, status: number, body: string | Uint8Array, revision: number | undefined, extra?: ReadonlyArray<readonly [string, string]>, closeConnection = false): void {
     const res = t.res;
     if (t.audit !== undefined) t.audit.replied(status);
     const series = t.series ?? -1;
@@ -116,10 +119,16 @@ export class Reply {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
     res.writeHeader('Content-Type', 'application/json');
     res.writeHeader('X-Request-Id', t.requestId);
-    if (revision !== undefined) res.writeHeader('X-Authz-Revision', String(revision));
+    if (revision !== undefined) res.writeHeader('X-Authz-Revision', revision === this.#revision ? this.#revisionText : this.#revisionHeader(revision));
     writeCorsHeaders(res, this.cors, t.origin);
     if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
     res.end(body, closeConnection || this.#closing);
+  }
+
+  #revisionHeader(revision: number): string {
+    this.#revision = revision;
+    this.#revisionText = String(revision);
+    return this.#revisionText;
   }
 
   /** A 200 answer to HEAD: the headers of the GET answer, without its body. */

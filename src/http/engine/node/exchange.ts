@@ -65,10 +65,11 @@ export class NodeResponse implements EngineResponse {
     return this;
   }
 
-  end(body: string, closeConnection = false): this {
+  end(body: string | Uint8Array, closeConnection = false): this {
     this.#headers.push('Content-Length', String(Buffer.byteLength(body)));
     if (closeConnection) this.#headers.push('Connection', 'close');
-    if (this.#writeHead()) this.#res.end(body);
+    // A copy of bytes: node:http may still hold them after this returns (see the port).
+    if (this.#writeHead()) this.#res.end(typeof body === 'string' ? body : Buffer.from(body));
     return this;
   }
 

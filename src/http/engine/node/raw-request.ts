@@ -148,8 +148,8 @@ export class RawResponse implements EngineResponse {
     return this;
   }
 
-  end(body: string): this {
-    this.#finish(`Content-Length: ${Buffer.byteLength(body)}\r\n`, body);
+  end(body: string | Uint8Array): this {
+    this.#finish(`Content-Length: ${Buffer.byteLength(body)}\r\n`, typeof body === 'string' ? body : Buffer.from(body).toString('latin1'));
     return this;
   }
 

@@ -40,22 +40,27 @@ export function guarded(handler: Handler, exposure: Exposure, refusals: Refusals
   };
 }
 
+/** Sums of the head being walked by {@link countHeader}: module state, so the walk allocates no closure per request. */
+const walk = { size: 0, lengths: 0 };
+
+function countHeader(name: string, value: string): void {
+  walk.size += name.length + value.length;
+  if (name === 'content-length') walk.lengths++;
+}
+
 /** What the request's head breaks of the transport limits, if anything. */
 function headProblem(req: Uws.HttpRequest): Refusal | undefined {
   const query = req.getQuery() as string | undefined;
   let url = req.getUrl().length + (query === undefined ? 0 : query.length + 1);
   // Characters, not bytes: only a URL long enough to pass the limit in UTF-8 is counted in bytes.
   if (url * 3 > MAX_URL_BYTES) url = Buffer.byteLength(req.getUrl()) + (query === undefined ? 0 : Buffer.byteLength(query) + 1);
-  let size = url;
-  let lengths = 0;
-  req.forEach((name, value) => {
-    size += name.length + value.length;
-    if (name === 'content-length') lengths++;
-  });
-  if (size > MAX_HEAD_BYTES) return HEAD_TOO_LARGE;
+  walk.size = url;
+  walk.lengths = 0;
+  req.forEach(countHeader);
+  if (walk.size > MAX_HEAD_BYTES) return HEAD_TOO_LARGE;
   if (url > MAX_URL_BYTES) return URL_TOO_LONG;
   // Identical copies too, as node:http refuses them: two framings of one request are never needed.
-  if (lengths > 1) return LENGTH_CONFLICT;
+  if (walk.lengths > 1) return LENGTH_CONFLICT;
   return undefined;
 }
 
@@ -90,7 +95,7 @@ class DeadlineResponse implements EngineResponse {
     return this;
   }
 
-  end(body: string, closeConnection?: boolean): this {
+  end(body: string | Uint8Array, closeConnection?: boolean): this {
     if (this.#finish()) this.#res.end(body, closeConnection);
     return this;
   }

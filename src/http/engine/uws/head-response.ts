@@ -27,7 +27,7 @@ export class HeadResponse implements EngineResponse {
     return this;
   }
 
-  end(body: string, closeConnection?: boolean): this {
+  end(body: string | Uint8Array, closeConnection?: boolean): this {
     if (closeConnection === true) {
       this.#res.end('', true);
       return this;
