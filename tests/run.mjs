@@ -20,6 +20,7 @@ const files = [
   'tests/unit/http/router.test.ts',
   'tests/unit/http/openapi.test.ts',
   'tests/unit/http/credentials.test.ts',
+  'tests/unit/http/path-names.test.ts',
   'tests/unit/http/reply.test.ts',
   'tests/regressions/credentials-lru.test.ts',
   'tests/unit/cache/reorder.test.ts',

@@ -1,7 +1,7 @@
 import type { PermId, RoleId, UserId } from './ids.ts';
 import type { Change, Snapshot } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
-import type { NameTable } from './name-table.ts';
+import type { NameTable, Spelling } from './name-table.ts';
 import { ListMemo } from './list-memo.ts';
 import { holdersOf, memberPosition, namesOf } from './members.ts';
 import { knownResourceIds } from './resources.ts';
@@ -70,19 +70,11 @@ export class TenantGraph {
    * included), the role descriptions and a small fixed overhead. Memoised lists are not counted.
    */
   get estimatedBytes(): number {
-    let descriptions = 8 * this.#descriptions.length;
-    for (const d of this.#descriptions) if (d !== undefined) descriptions += STRING_HEADER_BYTES + 2 * d.length;
-    return (
-      BASE_BYTES +
-      this.#userNames.bytes +
-      this.#roleNames.bytes +
-      this.#permNames.bytes +
-      this.#rolesOfUser.bytes +
-      this.#membersOfRole.bytes +
-      this.#permsOfRole.bytes +
-      this.#rolesOfPerm.bytes +
-      descriptions
-    );
+    let bytes = BASE_BYTES + 8 * this.#descriptions.length;
+    for (const d of this.#descriptions) if (d !== undefined) bytes += STRING_HEADER_BYTES + 2 * d.length;
+    const buffers = [this.#userNames, this.#roleNames, this.#permNames, this.#rolesOfUser, this.#membersOfRole, this.#permsOfRole, this.#rolesOfPerm];
+    for (const b of buffers) bytes += b.bytes;
+    return bytes;
   }
 
   /**
@@ -124,6 +116,14 @@ export class TenantGraph {
     const u = this.#userNames.id(user);
     if (u === undefined) return false;
     const p = this.#permNames.id(permission);
+    return p !== undefined && this.#holds(u, p);
+  }
+
+  /** {@link check} of two spelled names (a path's, decoded in place): no string on the way. */
+  checkSpelled(user: Spelling, permission: Spelling): boolean {
+    const u = this.#userNames.idOf(user);
+    if (u === undefined) return false;
+    const p = this.#permNames.idOf(permission);
     return p !== undefined && this.#holds(u, p);
   }
 

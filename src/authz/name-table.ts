@@ -24,6 +24,26 @@ function hashOf(name: string): number {
   return mix(h);
 }
 
+/**
+ * A name as character codes in a buffer: a path segment decoded in place by the HTTP layer, looked
+ * up without ever becoming a string.
+ */
+export interface Spelling {
+  readonly codes: Uint8Array;
+  readonly length: number;
+}
+
+/** {@link hashOf} of a spelling: the same number for the same characters. */
+function hashOfSpelling(s: Spelling): number {
+  const codes = s.codes;
+  const n = s.length;
+  let h = 0x811c9dc5;
+  let i = 0;
+  for (; i + 1 < n; i += 2) h = Math.imul(h ^ ((codes[i] as number) | ((codes[i + 1] as number) << 16)), 0x01000193);
+  if (i < n) h = Math.imul(h ^ (codes[i] as number), 0x01000193);
+  return mix(h);
+}
+
 /** `n` rounded up to a power of two, at least 16. */
 function powerOfTwo(n: number): number {
   let p = 16;
@@ -89,6 +109,29 @@ export class NameTable<T extends number> {
       if (s === EMPTY) return undefined;
       if (slots[2 * i] === hash && s > 0 && this.#equals(s - 1, name)) return (s - 1) as T;
     }
+  }
+
+  /** {@link id} of a spelled name (the hot path's, without a string): written twice on purpose, the probe loop is the check's cost. */
+  idOf(s: Spelling): T | undefined {
+    const slots = this.#slots;
+    const mask = (slots.length >>> 1) - 1;
+    const hash = hashOfSpelling(s) | 0;
+    for (let i = hash & mask; ; i = (i + 1) & mask) {
+      const v = slots[2 * i + 1] as number;
+      if (v === EMPTY) return undefined;
+      if (slots[2 * i] === hash && v > 0 && this.#equalsSpelling(v - 1, s)) return (v - 1) as T;
+    }
+  }
+
+  #equalsSpelling(id: number, s: Spelling): boolean {
+    const span = this.#span;
+    const length = span[2 * id + 1] as number;
+    if (length !== s.length) return false;
+    const chars = this.#chars;
+    const codes = s.codes;
+    const at = span[2 * id] as number;
+    for (let k = 0; k < length; k++) if (chars[at + k] !== codes[k]) return false;
+    return true;
   }
 
   #equals(id: number, name: string): boolean {

@@ -3,11 +3,17 @@ export const NAME_PATTERN = '^[A-Za-z0-9_.:@+|-]{1,128}$';
 export const NAME_RULE = '1 to 128 characters of A-Z a-z 0-9 _ - . : @ + |';
 /** {@link NAME_PATTERN}, compiled once: `NAME_RE.test(name)` is whether `name` follows the rule. */
 export const NAME_RE = new RegExp(NAME_PATTERN);
-const MAX_NAME = 128;
+/** The longest name the rule allows. */
+export const MAX_NAME = 128;
 
 /** Per ASCII code: 1 where the rule allows the character. */
 const ALLOWED = new Uint8Array(128);
 for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.:@+|-') ALLOWED[c.charCodeAt(0)] = 1;
+
+/** Whether the character code `c` may appear in a name. */
+export function isNameChar(c: number): boolean {
+  return c < 128 && ALLOWED[c] === 1;
+}
 
 /**
  * Whether `name` follows the rule: {@link NAME_RE}'s answer, from a table of the allowed

@@ -1,3 +1,4 @@
+import type { TenantGraph } from '../../authz/graph.ts';
 import type { NameField } from '../../authz/names.ts';
 import { UNKNOWN_CLIENT, type TenantCache } from '../../cache/index.ts';
 import { AppError, appError } from '../../errors/index.ts';
@@ -9,7 +10,7 @@ import type { Credentials, Principal } from '../input/credentials.ts';
 import type { Drain } from '../reply/drain.ts';
 import { peerAddress } from '../engine/peer-address.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
-import { decodeName } from '../input/path-names.ts';
+import { decodeName, SpelledName } from '../input/path-names.ts';
 import { NO_QUERY, parseQuery } from '../input/query.ts';
 import type { Reply, TenantTarget } from '../reply/reply.ts';
 import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from '../api/route-types.ts';
@@ -37,6 +38,8 @@ interface RoutePlan {
   readonly fromMemory: boolean;
   readonly paged: boolean;
   readonly log: boolean;
+  /** has_permission: its two names are decoded into buffers and looked up from there (`#serveSpelled`). */
+  readonly spelled: boolean;
   readonly access: 'read' | 'write' | 'key';
   /** The audit row's action, or undefined when requests of this route are not audited. */
   readonly action: string | undefined;
@@ -47,6 +50,9 @@ interface RoutePlan {
 /** The engine handlers of the /api routes. */
 export class ApiHandler {
   readonly #p: ApiParts;
+  /** has_permission's user and permission, decoded in place: reused by every request. */
+  readonly #user = new SpelledName();
+  readonly #permission = new SpelledName();
 
   constructor(parts: ApiParts) {
     this.#p = parts;
@@ -60,6 +66,7 @@ export class ApiHandler {
       fromMemory: route.kind === 'read' || route.kind === 'list',
       paged: isPaged(route),
       log: route.kind === 'log',
+      spelled: route.id === 'has_permission',
       access,
       action,
       series: seriesOf(route),
@@ -79,9 +86,10 @@ export class ApiHandler {
    * token), else it is read here.
    */
   #serve(plan: RoutePlan, res: EngineResponse, req: EngineRequest, principal: Principal, body: Promise<BodyResult> | undefined): void {
-    const { route } = plan;
     const t = this.#p.reply.target(res, req, principal.tenant, plan.series);
     if (plan.action !== undefined) t.audit = this.#audited(plan, t, req, principal);
+    if (plan.spelled && body === undefined && this.#serveSpelled(plan.route, t, req, principal)) return;
+    const { route } = plan;
     const p: string[] = [];
     let query = NO_QUERY;
     let failure = scopeRefusal(plan.access, principal);
@@ -96,9 +104,7 @@ export class ApiHandler {
     }
     if (failure === undefined && route.body !== undefined) body ??= this.#p.body.read(res, req, route.body);
     else body = undefined;
-    const g = this.#p.cache.get(principal.tenant);
-    if (g === UNKNOWN_CLIENT) this.#p.metrics.unknownClient();
-    else this.#p.metrics.cache(g !== undefined);
+    const g = this.#graphOf(principal);
     if (plan.fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
       try {
         this.#p.answers.read(t, route, g, p, query, undefined);
@@ -109,6 +115,30 @@ export class ApiHandler {
       return;
     }
     this.#p.slow.start(t, route, p, query, failure, body, principal);
+  }
+
+  /**
+   * has_permission with two valid names and no revision to wait for, the hot path's hot path: the
+   * names are decoded into the handler's buffers and looked up from there, so that an answer from
+   * a cached graph builds no string. False (nothing done but reading) when the request needs the
+   * general way, which then reads it again and says what is wrong with it.
+   */
+  #serveSpelled(route: Route, t: TenantTarget, req: EngineRequest, principal: Principal): boolean {
+    const user = this.#user;
+    const permission = this.#permission;
+    if (!user.read(req.getParameter(0) ?? '') || !permission.read(req.getParameter(1) ?? '') || req.getHeader('x-authz-min-revision') !== '') return false;
+    const g = this.#graphOf(principal);
+    if (g !== undefined) this.#p.answers.hasPermission(t, route, g, g.checkSpelled(user, permission));
+    else this.#p.slow.start(t, route, [user.text(), permission.text()], NO_QUERY, undefined, undefined, principal);
+    return true;
+  }
+
+  /** The principal's graph when cached (or the empty client's), counted as a hit, a miss or an unknown client. */
+  #graphOf(principal: Principal): TenantGraph | undefined {
+    const g = this.#p.cache.get(principal.tenant);
+    if (g === UNKNOWN_CLIENT) this.#p.metrics.unknownClient();
+    else this.#p.metrics.cache(g !== undefined);
+    return g;
   }
 
   /**
