@@ -20,11 +20,35 @@ export interface EngineRequest {
   getUrl(): string;
 }
 
+/**
+ * A constant of the wire (a status line, a header's name or value) encoded once, with its text:
+ * uWS takes the bytes as they are instead of encoding a string to UTF-8 on every call, node:http
+ * takes the text. Made by {@link encodedText}; never changed after.
+ */
+export interface EncodedText extends Uint8Array {
+  readonly text: string;
+}
+
+/** A status line or header part: text, or text encoded once. */
+export type WireText = string | EncodedText;
+
+/** `text` (ASCII) as an {@link EncodedText}. */
+export function encodedText(text: string): EncodedText {
+  const bytes = new Uint8Array(text.length);
+  for (let k = 0; k < text.length; k++) bytes[k] = text.charCodeAt(k);
+  return Object.assign(bytes, { text });
+}
+
+/** The text of a status line or header part. */
+export function textOf(part: WireText): string {
+  return typeof part === 'string' ? part : part.text;
+}
+
 /** One response; every method returns something engine-specific that handlers ignore. */
 export interface EngineResponse {
   /** `200 OK`: code and reason phrase. Must come first. */
-  writeStatus(status: string): unknown;
-  writeHeader(name: string, value: string): unknown;
+  writeStatus(status: WireText): unknown;
+  writeHeader(name: WireText, value: WireText): unknown;
   /**
    * Sends the body and completes the response; `closeConnection` adds `Connection: close`. Bytes
    * are the caller's again once the call returns (a prebuilt answer is rewritten for the next

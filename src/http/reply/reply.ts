@@ -3,7 +3,7 @@ import { appError, STATUS_TEXT, type AppError } from '../../errors/index.ts';
 import type { AccessLog } from '../../log/access.ts';
 import type { Logger } from '../../log/index.ts';
 import type { RequestMetrics } from '../../metrics/requests.ts';
-import type { EngineRequest, EngineResponse } from '../engine/port.ts';
+import { encodedText, type EncodedText, type EngineRequest, type EngineResponse } from '../engine/port.ts';
 import type { AuditedRequest } from '../handle/audited.ts';
 import { RequestIds } from '../engine/wire.ts';
 import { writeCorsHeaders, type CorsPolicy } from './cors.ts';
@@ -55,9 +55,14 @@ export interface ReplySettings {
   readonly access: AccessLog;
 }
 
-const STATUS_LINE: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.entries(STATUS_TEXT).map(([code, text]) => [code, `${code} ${text}`]),
+/** Status lines and the headers of every answer, encoded once (see EncodedText). */
+const STATUS_LINE: Readonly<Record<number, EncodedText>> = Object.fromEntries(
+  Object.entries(STATUS_TEXT).map(([code, text]) => [code, encodedText(`${code} ${text}`)]),
 );
+const CONTENT_TYPE = encodedText('Content-Type');
+const JSON_TYPE = encodedText('application/json');
+const REQUEST_ID = encodedText('X-Request-Id');
+const REVISION = encodedText('X-Authz-Revision');
 
 /**
  * The one writer of a server's responses: every answer goes through {@link send}, which counts it,
@@ -75,7 +80,7 @@ export class Reply {
   #closing = false;
   /** The last revision written as a header, and its text: most answers repeat it. */
   #revision = -1;
-  #revisionText = '';
+  #revisionText = encodedText('');
 
   constructor(settings: ReplySettings) {
     this.cors = settings.cors;
@@ -117,26 +122,26 @@ export class Reply {
     if (series >= 0) this.#metrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
     this.#access.answered(series, status, t.startedAt, t.requestId);
     res.writeStatus(STATUS_LINE[status] ?? String(status));
-    res.writeHeader('Content-Type', 'application/json');
-    res.writeHeader('X-Request-Id', t.requestId);
-    if (revision !== undefined) res.writeHeader('X-Authz-Revision', revision === this.#revision ? this.#revisionText : this.#revisionHeader(revision));
+    res.writeHeader(CONTENT_TYPE, JSON_TYPE);
+    res.writeHeader(REQUEST_ID, t.requestId);
+    if (revision !== undefined) res.writeHeader(REVISION, revision === this.#revision ? this.#revisionText : this.#revisionHeader(revision));
     writeCorsHeaders(res, this.cors, t.origin);
     if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
     res.end(body, closeConnection || this.#closing);
   }
 
-  #revisionHeader(revision: number): string {
+  #revisionHeader(revision: number): EncodedText {
     this.#revision = revision;
-    this.#revisionText = String(revision);
+    this.#revisionText = encodedText(String(revision));
     return this.#revisionText;
   }
 
   /** A 200 answer to HEAD: the headers of the GET answer, without its body. */
   head(t: ReplyTarget, extra?: ReadonlyArray<readonly [string, string]>): void {
     const res = t.res;
-    res.writeStatus('200 OK');
-    res.writeHeader('Content-Type', 'application/json');
-    res.writeHeader('X-Request-Id', t.requestId);
+    res.writeStatus(STATUS_LINE[200] as EncodedText);
+    res.writeHeader(CONTENT_TYPE, JSON_TYPE);
+    res.writeHeader(REQUEST_ID, t.requestId);
     if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
     writeCorsHeaders(res, this.cors, t.origin);
     res.endWithoutBody();

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { AccessLog } from '../../../src/log/access.ts';
 import type { Logger } from '../../../src/log/index.ts';
-import type { EngineResponse } from '../../../src/http/engine/port.ts';
+import { textOf, type EngineResponse, type WireText } from '../../../src/http/engine/port.ts';
 import { corsPolicy } from '../../../src/http/reply/cors.ts';
 import { Reply } from '../../../src/http/reply/reply.ts';
 import { NO_REQUEST_METRICS, type RequestMetrics } from '../../../src/metrics/requests.ts';
@@ -18,10 +18,10 @@ function recorder(): EngineResponse & { status: string; headers: Array<[string, 
     headers: [] as Array<[string, string]>,
     body: undefined as string | undefined,
     closed: undefined as boolean | undefined,
-    writeStatus: (s: string) => void (r.status = s),
-    writeHeader: (k: string, v: string) => void r.headers.push([k, v]),
-    end: (body: string, close?: boolean) => {
-      r.body = body;
+    writeStatus: (s: WireText) => void (r.status = textOf(s)),
+    writeHeader: (k: WireText, v: WireText) => void r.headers.push([textOf(k), textOf(v)]),
+    end: (body: string | Uint8Array, close?: boolean) => {
+      r.body = typeof body === 'string' ? body : Buffer.from(body).toString('latin1');
       r.closed = close === true;
     },
     endWithoutBody: () => void (r.body = ''),

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EngineRequest, EngineResponse } from '../port.ts';
+import { textOf, type EngineRequest, type EngineResponse, type WireText } from '../port.ts';
 
 /** node:http's request seen through the port. */
 export class NodeRequest implements EngineRequest {
@@ -53,15 +53,16 @@ export class NodeResponse implements EngineResponse {
     this.#req = req;
   }
 
-  writeStatus(status: string): this {
+  writeStatus(encoded: WireText): this {
+    const status = textOf(encoded);
     const space = status.indexOf(' ');
     this.#code = Number(space < 0 ? status : status.slice(0, space));
     this.#reason = space < 0 ? '' : status.slice(space + 1);
     return this;
   }
 
-  writeHeader(name: string, value: string): this {
-    this.#headers.push(name, value);
+  writeHeader(name: WireText, value: WireText): this {
+    this.#headers.push(textOf(name), textOf(value));
     return this;
   }
 

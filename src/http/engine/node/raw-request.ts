@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, NOT_HTTP, URL_TOO_LONG, type Refusal } from '../limits.ts';
-import type { EngineRequest, EngineResponse } from '../port.ts';
+import { textOf, type EngineRequest, type EngineResponse, type WireText } from '../port.ts';
 import { asciiBuffer } from './exchange.ts';
 
 /**
@@ -138,13 +138,13 @@ export class RawResponse implements EngineResponse {
     this.#body = body;
   }
 
-  writeStatus(status: string): this {
-    this.#status = status;
+  writeStatus(status: WireText): this {
+    this.#status = textOf(status);
     return this;
   }
 
-  writeHeader(name: string, value: string): this {
-    this.#head += `${name}: ${value}\r\n`;
+  writeHeader(name: WireText, value: WireText): this {
+    this.#head += `${textOf(name)}: ${textOf(value)}\r\n`;
     return this;
   }
 

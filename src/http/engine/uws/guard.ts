@@ -1,5 +1,5 @@
 import type * as Uws from 'uWebSockets.js';
-import type { EngineResponse, Handler } from '../port.ts';
+import type { EngineResponse, Handler, WireText } from '../port.ts';
 import { HeadResponse } from './head-response.ts';
 import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal, type Refusals } from '../limits.ts';
 
@@ -85,12 +85,12 @@ class DeadlineResponse implements EngineResponse {
     this.#refusals = refusals;
   }
 
-  writeStatus(status: string): this {
+  writeStatus(status: WireText): this {
     if (!this.#over) this.#res.writeStatus(status);
     return this;
   }
 
-  writeHeader(name: string, value: string): this {
+  writeHeader(name: WireText, value: WireText): this {
     if (!this.#over) this.#res.writeHeader(name, value);
     return this;
   }

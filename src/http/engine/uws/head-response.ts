@@ -1,5 +1,5 @@
 import type * as Uws from 'uWebSockets.js';
-import type { EngineResponse } from '../port.ts';
+import type { EngineResponse, WireText } from '../port.ts';
 
 /**
  * The native response to a HEAD request. uWS writes whatever body it is given, HEAD or not; a
@@ -17,12 +17,12 @@ export class HeadResponse implements EngineResponse {
     this.#res = res;
   }
 
-  writeStatus(status: string): this {
+  writeStatus(status: WireText): this {
     this.#res.writeStatus(status);
     return this;
   }
 
-  writeHeader(name: string, value: string): this {
+  writeHeader(name: WireText, value: WireText): this {
     this.#res.writeHeader(name, value);
     return this;
   }
