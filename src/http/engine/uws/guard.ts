@@ -29,14 +29,50 @@ import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, REQUEST
  */
 export type Exposure = 'bare' | 'body' | 'head' | 'any';
 
+/** How often the bodies being read are checked against their deadline: a 408 comes 10 to 10.25 s after the body was asked for. */
+const SWEEP_MS = 250;
+
+/**
+ * The bodies of one app being read, by when they were asked for. One sweep every {@link SWEEP_MS}
+ * answers those past REQUEST_TIMEOUT_MS: a timer per request would cost every POST a timer's
+ * creation and cancellation. The sweep runs only while a body is being read.
+ */
+export class BodyDeadlines {
+  readonly #open = new Map<DeadlineResponse, number>();
+  #sweeper: NodeJS.Timeout | undefined;
+
+  start(body: DeadlineResponse): void {
+    this.#open.set(body, performance.now());
+    this.#sweeper ??= setInterval(this.#sweep, SWEEP_MS).unref();
+  }
+
+  stop(body: DeadlineResponse): void {
+    this.#open.delete(body);
+  }
+
+  readonly #sweep = (): void => {
+    const now = performance.now();
+    // In the order they started: the first one not yet due ends the sweep.
+    for (const [body, since] of this.#open) {
+      if (now - since < REQUEST_TIMEOUT_MS) break;
+      this.#open.delete(body);
+      body.expire();
+    }
+    if (this.#open.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
+  };
+}
+
 /** The handler with the transport checks of its head in front, and what its method needs. */
-export function guarded(handler: Handler, exposure: Exposure, refusals: Refusals): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
+export function guarded(handler: Handler, exposure: Exposure, refusals: Refusals, deadlines: BodyDeadlines): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
   return (res, req) => {
     const problem = headProblem(req);
     const head = exposure === 'head' || (exposure === 'any' && req.getMethod() === 'head');
     if (problem !== undefined) return refusals.refuse(head ? new HeadResponse(res) : res, problem, req.getHeader('x-request-id'));
     if (head) return handler(new HeadResponse(res), req);
-    handler(exposure === 'body' ? new DeadlineResponse(res, req.getHeader('x-request-id'), refusals) : res, req);
+    handler(exposure === 'body' ? new DeadlineResponse(res, req.getHeader('x-request-id'), refusals, deadlines) : res, req);
   };
 }
 
@@ -74,15 +110,18 @@ class DeadlineResponse implements EngineResponse {
   readonly #res: Uws.HttpResponse;
   readonly #sentRequestId: string;
   readonly #refusals: Refusals;
+  readonly #deadlines: BodyDeadlines;
   #onAborted: (() => void) | undefined;
   #watching = false;
   #over = false;
-  #timer: NodeJS.Timeout | undefined;
+  /** Whether the body's deadline runs (from its first read to its last chunk). */
+  #timed = false;
 
-  constructor(res: Uws.HttpResponse, sentRequestId: string, refusals: Refusals) {
+  constructor(res: Uws.HttpResponse, sentRequestId: string, refusals: Refusals, deadlines: BodyDeadlines) {
     this.#res = res;
     this.#sentRequestId = sentRequestId;
     this.#refusals = refusals;
+    this.#deadlines = deadlines;
   }
 
   writeStatus(status: WireText): this {
@@ -118,10 +157,13 @@ class DeadlineResponse implements EngineResponse {
 
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): this {
     this.#watch();
-    this.#timer ??= setTimeout(this.#expire, REQUEST_TIMEOUT_MS).unref();
+    if (!this.#timed) {
+      this.#timed = true;
+      this.#deadlines.start(this);
+    }
     this.#res.onData((chunk, isLast) => {
       if (this.#over) return;
-      if (isLast) clearTimeout(this.#timer);
+      if (isLast) this.#deadlines.stop(this);
       handler(chunk, isLast);
     });
     return this;
@@ -135,7 +177,7 @@ class DeadlineResponse implements EngineResponse {
   #finish(): boolean {
     if (this.#over) return false;
     this.#over = true;
-    clearTimeout(this.#timer);
+    this.#deadlines.stop(this);
     return true;
   }
 
@@ -144,17 +186,18 @@ class DeadlineResponse implements EngineResponse {
     if (this.#watching) return;
     this.#watching = true;
     this.#res.onAborted(() => {
-      const told = this.#over; // by #expire, which has passed the news on already
+      const told = this.#over; // by expire, which has passed the news on already
       this.#over = true;
-      clearTimeout(this.#timer);
+      this.#deadlines.stop(this);
       if (!told) this.#onAborted?.();
     });
   }
 
-  readonly #expire = (): void => {
+  /** The body's deadline passed: 408 and the connection closes (called by {@link BodyDeadlines}). */
+  expire(): void {
     if (this.#over) return;
     this.#over = true;
     this.#res.cork(() => this.#refusals.refuse(this.#res, TOO_SLOW, this.#sentRequestId));
     this.#onAborted?.();
-  };
+  }
 }

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import type * as Uws from 'uWebSockets.js';
 import type { EngineApp, Handler, Listener, Method } from '../port.ts';
 import { MAX_HEAD_BYTES, Refusals } from '../limits.ts';
-import { guarded } from './guard.ts';
+import { BodyDeadlines, guarded } from './guard.ts';
 import { whyNotNative } from './why.ts';
 
 type UwsModule = typeof Uws;
@@ -62,17 +62,18 @@ const TO_UWS = (pattern: string): string => pattern.replace(/\{(\w+)\}/g, ':$1')
 export function uwsApp(uws: UwsModule): EngineApp {
   const app = uws.App();
   const refusals = new Refusals();
+  const deadlines = new BodyDeadlines();
   // GET and HEAD get the native objects, behind the head's checks only: the hot path.
   const register: Record<Method, (pattern: string, h: Handler) => unknown> = {
-    GET: (p, h) => app.get(p, guarded(h, 'bare', refusals)),
-    POST: (p, h) => app.post(p, guarded(h, 'body', refusals)),
-    DELETE: (p, h) => app.del(p, guarded(h, 'body', refusals)),
-    HEAD: (p, h) => app.head(p, guarded(h, 'head', refusals)),
+    GET: (p, h) => app.get(p, guarded(h, 'bare', refusals, deadlines)),
+    POST: (p, h) => app.post(p, guarded(h, 'body', refusals, deadlines)),
+    DELETE: (p, h) => app.del(p, guarded(h, 'body', refusals, deadlines)),
+    HEAD: (p, h) => app.head(p, guarded(h, 'head', refusals, deadlines)),
   };
   return {
     on: (method, pattern, handler) => void register[method](TO_UWS(pattern), handler),
-    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, 'any', refusals)),
-    fallback: (handler) => void app.any('/*', guarded(handler, 'any', refusals)),
+    otherMethods: (pattern, handler) => void app.any(TO_UWS(pattern), guarded(handler, 'any', refusals, deadlines)),
+    fallback: (handler) => void app.any('/*', guarded(handler, 'any', refusals, deadlines)),
     listen: (host, port) =>
       new Promise<Listener>((resolve, reject) => {
         app.listen(host, port, (socket) => {
