@@ -60,11 +60,11 @@ if (hasPermission === undefined) throw new Error(`no has_permission handler amon
 
 const sample = probes(ds, 4_096, 0.2, 7);
 const authorization = `Bearer ${key}`;
-let answered = '';
+let answered: string | Uint8Array = '';
 const response: EngineResponse = {
   writeStatus: () => response,
   writeHeader: () => response,
-  end: (body: string) => {
+  end: (body: string | Uint8Array) => {
     answered = body;
     return response;
   },
@@ -87,19 +87,21 @@ const request: EngineRequest = {
   getUrl: () => '/api/has_permission',
 };
 let i = 0;
-const ask = (p: { user: string; permission: string }): string => {
+const ask = (p: { user: string; permission: string }): string | Uint8Array => {
   user = encodeURIComponent(p.user);
   permission = encodeURIComponent(p.permission);
   hasPermission(response, request);
   return answered;
 };
+/** The answer's text (a prebuilt answer comes as bytes). */
+const textOf = (body: string | Uint8Array): string => (typeof body === 'string' ? body : Buffer.from(body).toString('latin1'));
 
 export const tasks: MicroTask[] = [
   {
     name: 'has_permission, whole handler (Pareto probes, 20% false)',
     check: () => {
       for (const p of sample) {
-        const body = JSON.parse(ask(p)) as { data?: { has_permission?: boolean } };
+        const body = JSON.parse(textOf(ask(p))) as { data?: { has_permission?: boolean } };
         if (body.data?.has_permission !== p.expected) throw new Error(`has_permission(${p.user}, ${p.permission}) answered ${JSON.stringify(body)}`);
       }
     },
