@@ -128,18 +128,18 @@ export class TenantGraph {
   }
 
   /**
-   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates):
-   * one user look-up for all of them, allocation-free.
+   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates, the
+   * last two spelled in buffers): one user look-up for all of them, allocation-free.
    */
-  checkAny(user: string, a: string, b: string | undefined, c: string | undefined): boolean {
+  checkAny(user: string, a: string, b: Spelling | undefined, c: Spelling | undefined): boolean {
     const u = this.#userNames.id(user);
     if (u === undefined) return false;
-    return this.#holdsNamed(u, a) || (b !== undefined && this.#holdsNamed(u, b)) || (c !== undefined && this.#holdsNamed(u, c));
-  }
-
-  #holdsNamed(u: UserId, permission: string): boolean {
-    const p = this.#permNames.id(permission);
-    return p !== undefined && this.#holds(u, p);
+    const pa = this.#permNames.id(a);
+    if (pa !== undefined && this.#holds(u, pa)) return true;
+    const pb = b === undefined ? undefined : this.#permNames.idOf(b);
+    if (pb !== undefined && this.#holds(u, pb)) return true;
+    const pc = c === undefined ? undefined : this.#permNames.idOf(c);
+    return pc !== undefined && this.#holds(u, pc);
   }
 
   /** The check loop: the user's roles, each a binary search of its sorted permissions. Inlined reads of the buffers, no calls per role. */

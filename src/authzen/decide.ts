@@ -1,3 +1,4 @@
+import { ComposedName } from '../authz/composed-name.ts';
 import type { TenantGraph } from '../authz/graph.ts';
 import { MAX_EVALUATIONS, refusal, type Action, type Entity, type EvaluationRequest, type EvaluationsRequest, type Semantic } from './requests.ts';
 
@@ -25,6 +26,9 @@ function itemError(message: string): string {
  */
 export class Pdp {
   readonly #subjectTypes: ReadonlySet<string>;
+  /** The candidates `t:a` and `t:i:a` of the evaluation at hand, spelled in place. */
+  readonly #ofType = new ComposedName();
+  readonly #ofResource = new ComposedName();
 
   /** `subjectTypes`: the AuthZEN subject types that name users (AUTH_AUTHZEN_SUBJECT_TYPES). */
   constructor(subjectTypes: readonly string[]) {
@@ -47,7 +51,9 @@ export class Pdp {
     if (isUser && a.indexOf(':') < 0) {
       const t = resource.type;
       const typed = t.indexOf(':') < 0;
-      if (g.checkAny(user, a, typed ? `${t}:${a}` : undefined, typed ? `${t}:${resource.id}:${a}` : undefined)) return PERMIT;
+      const ofType = typed && this.#ofType.compose(t, a) ? this.#ofType : undefined;
+      const ofResource = typed && this.#ofResource.compose(t, resource.id, a) ? this.#ofResource : undefined;
+      if (g.checkAny(user, a, ofType, ofResource)) return PERMIT;
     }
     return isUser && g.hasUser(user) ? NOT_GRANTED : UNKNOWN_SUBJECT;
   }

@@ -1,3 +1,4 @@
+import { ComposedName } from '../authz/composed-name.ts';
 import type { TenantGraph } from '../authz/graph.ts';
 import { readPermission } from '../authz/resources.ts';
 import type { Pdp } from './decide.ts';
@@ -34,7 +35,8 @@ export function searchResources(g: TenantGraph, pdp: Pdp, req: SearchRequest): r
   const a = req.action.name;
   const t = req.resource.type;
   if (!pdp.isUser(req.subject) || a.includes(':') || t.includes(':') || !g.hasUser(user)) return NONE;
-  if (g.checkAny(user, a, `${t}:${a}`, undefined)) return g.knownResources(t);
+  const ofType = new ComposedName();
+  if (g.checkAny(user, a, ofType.compose(t, a) ? ofType : undefined, undefined)) return g.knownResources(t);
   return g.remember(`rs${keyOf(user, t, a)}`, () =>
     g.userPermissions(user).flatMap((p) => {
       const r = readPermission(p);

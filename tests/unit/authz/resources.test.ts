@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { ComposedName } from '../../../src/authz/composed-name.ts';
 import { TenantGraph } from '../../../src/authz/graph.ts';
 import { readPermission } from '../../../src/authz/resources.ts';
 import type { Change } from '../../../src/authz/changes.ts';
@@ -51,9 +52,18 @@ test('checkAny: one of up to three permissions; remember keeps non-empty lists u
     { op: 'permission.grant', role: 'a', permission: 'doc:read' },
     { op: 'membership.add', user: 'alice', role: 'a' },
   ]);
-  assert.equal(g.checkAny('alice', 'read', 'doc:read', undefined), true);
-  assert.equal(g.checkAny('alice', 'read', undefined, 'doc:read'), true);
-  assert.equal(g.checkAny('alice', 'read', 'img:read', undefined), false);
+  const spelled = (type: string, action: string, id?: string): ComposedName => {
+    const name = new ComposedName();
+    assert.equal(id === undefined ? name.compose(type, action) : name.compose(type, id, action), true);
+    return name;
+  };
+  assert.equal(g.checkAny('alice', 'read', spelled('doc', 'read'), undefined), true);
+  assert.equal(g.checkAny('alice', 'read', undefined, spelled('doc', 'read')), true);
+  assert.equal(g.checkAny('alice', 'read', spelled('img', 'read'), undefined), false);
+  assert.equal(g.checkAny('alice', 'read', undefined, spelled('doc', 'read', 'd1')), false);
+  assert.equal(new ComposedName().compose('doc', 'r\u00e9ad'), false, 'a name is ASCII: nothing to look up');
+  assert.equal(new ComposedName().compose('d'.repeat(120), 'read'), true);
+  assert.equal(new ComposedName().compose('d'.repeat(124), 'read'), false, 'longer than a name can be');
   assert.equal(g.checkAny('bob', 'doc:read', undefined, undefined), false);
   let builds = 0;
   const list = (): readonly string[] => g.remember('k', () => (builds++, ['b', 'a']));
