@@ -96,10 +96,13 @@ export class Pdp {
 function mergeDefaults(req: EvaluationsRequest, item: unknown): object | undefined {
   if (typeof item !== 'object' || item === null || Array.isArray(item)) return undefined;
   const own = item as Record<string, unknown>;
-  return {
+  const merged: Record<string, unknown> = {
     subject: 'subject' in own ? own.subject : req.subject,
     action: 'action' in own ? own.action : req.action,
     resource: 'resource' in own ? own.resource : req.resource,
-    ...('context' in own ? { context: own.context } : req.context === undefined ? {} : { context: req.context }),
   };
+  // Set only when there is one: a batch of 100 items makes no spread objects for it.
+  if ('context' in own) merged.context = own.context;
+  else if (req.context !== undefined) merged.context = req.context;
+  return merged;
 }
