@@ -20,6 +20,7 @@ const files = [
   'tests/unit/http/openapi.test.ts',
   'tests/unit/http/credentials.test.ts',
   'tests/unit/http/reply.test.ts',
+  'tests/unit/log/logger.test.ts',
   'tests/regressions/credentials-lru.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',

@@ -117,7 +117,7 @@ function openResilientStore(config: Config, log: Logger, retried: () => void): {
     cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
     onChange: (state, failures) => {
       if (state === 'open') log.warn('database circuit open: writes and hydrations answer 503', { failures, cooldown_ms: config.AUTH_DB_BREAKER_COOLDOWN_MS });
-      else log.info(`database circuit ${state}`);
+      else log.info(state === 'closed' ? 'database circuit closed' : 'database circuit half-open');
     },
   });
   return { pooled, store: new ResilientStore(pooled, breaker, retryPolicy(config.AUTH_DB_RETRY_ATTEMPTS), retried) };

@@ -1,4 +1,4 @@
-import type { Logger } from '../log/index.ts';
+import type { Logger, LogMessage } from '../log/index.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, WorkflowStore } from './records.ts';
 
 /** What the scheduler reports (the primary's metrics); every call is cheap and never throws. */
@@ -147,10 +147,10 @@ export class Scheduler {
   }
 
   /** Logs a problem once until it changes or clears, so a database outage is one line, not four a second. */
-  #problem(why: string, message = ''): void {
+  #problem(why: string, message?: LogMessage): void {
     if (why === this.#lastProblem) return;
     this.#lastProblem = why;
-    if (why !== '') this.#o.log.warn(message, { error: why });
+    if (why !== '' && message !== undefined) this.#o.log.warn(message, { error: why });
   }
 }
 
