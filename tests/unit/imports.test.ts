@@ -22,7 +22,7 @@ const OUTSIDE = '(outside src/)';
  */
 const ALLOW: Readonly<Record<string, readonly string[]>> = {
   '.': ['config', 'log', 'primary', 'worker'],
-  audit: ['authz', 'log'],
+  audit: ['authz', 'log', 'time'], // time: the trail's batching and retention wait on a clock
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
   authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
   cache: ['authz'],
