@@ -58,6 +58,7 @@ const files = [
   'tests/unit/workflow/webhook.test.ts',
   'tests/unit/workflow/allowed-hosts.test.ts',
   'tests/unit/workflow/scheduler.test.ts',
+  'tests/unit/pool/hop.test.ts',
   'tests/e2e/tokens.test.ts',
   'tests/e2e/audit.test.ts',
   'tests/regressions/audit-order.test.ts',
