@@ -59,7 +59,8 @@ app.listen('127.0.0.1', port, (token) => {
     console.error(JSON.stringify({ msg: 'listen failed', port }));
     process.exit(1);
   }
-  console.log(JSON.stringify({ msg: 'listening', port }));
+  // Said as the gateway says it (docs/operations.md §8), so the one launcher waits for either the same way.
+  console.log(JSON.stringify({ event: 'primary.listening', msg: 'listening', port }));
 });
 
 // Never outlive the benchmark, even when it was killed without a chance to clean up.

@@ -130,7 +130,7 @@ export async function startBare(bodyTrue: string, bodyFalse: string, revision: n
   const port = await freePort();
   const env = { ...baseEnv(), BARE_PORT: String(port), BARE_BODY_TRUE: bodyTrue, BARE_BODY_FALSE: bodyFalse, BARE_REVISION: String(revision), BARE_REQUEST_ID_LEN: '16' };
   const child: Child = spawnChild('bare', process.execPath, ['--import', 'tsx', 'bench/lib/bare-server.ts'], { cwd: ROOT, env });
-  await waitForOutput(child, /"msg":"listening"/, 20_000);
+  await waitForOutput(child, /"event":"primary\.listening"/, 20_000);
   return {
     label: 'bare',
     baseUrls: [`http://127.0.0.1:${port}`],

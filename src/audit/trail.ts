@@ -1,4 +1,5 @@
 import type { Logger } from '../log/index.ts';
+import { systemClock, type Clock, type Timer } from '../time/clock.ts';
 import type { AuditRecord } from './record.ts';
 
 /** Rows per store call; also what makes a flush start at once instead of after the delay. */
@@ -8,6 +9,8 @@ const FLUSH_DELAY_MS = 50;
 /** Rows held while the database is away; beyond this the oldest are dropped (and counted in a log line). */
 const MAX_PENDING = 50_000;
 const RETRY_DELAY_MS = 1000;
+/** The trail's timers never keep a stopping worker alive: close() flushes what is left. */
+const BACKGROUND = { unref: true };
 
 /**
  * The audit rows recorded after their answer (failed requests, reads, token issues): kept in
@@ -18,14 +21,17 @@ const RETRY_DELAY_MS = 1000;
 export class AuditTrail {
   readonly #append: (rows: readonly AuditRecord[]) => Promise<void>;
   readonly #log: Logger;
+  readonly #clock: Clock;
   #pending: AuditRecord[] = [];
-  #timer: NodeJS.Timeout | undefined;
+  #timer: Timer | undefined;
   #flushing: Promise<void> | undefined;
   #dropped = 0;
 
-  constructor(append: (rows: readonly AuditRecord[]) => Promise<void>, log: Logger) {
+  /** `clock`: what the batching delay and the retries wait on. */
+  constructor(append: (rows: readonly AuditRecord[]) => Promise<void>, log: Logger, clock: Clock = systemClock) {
     this.#append = append;
     this.#log = log;
+    this.#clock = clock;
   }
 
   /** Takes a row; never waits and never throws. */
@@ -41,7 +47,7 @@ export class AuditTrail {
 
   /** Appends everything recorded so far (one attempt per batch); for a graceful stop. */
   async close(): Promise<void> {
-    clearTimeout(this.#timer);
+    this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
     await this.#flushing;
     while (this.#pending.length > 0) {
@@ -52,27 +58,25 @@ export class AuditTrail {
 
   #flushSoon(delayMs: number): void {
     if (this.#flushing !== undefined || (this.#timer !== undefined && delayMs > 0)) return;
-    clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => {
+    this.#clock.clearTimeout(this.#timer);
+    this.#timer = this.#clock.setTimeout(() => {
       this.#timer = undefined;
       this.#flushing = this.#flushAll().finally(() => {
         this.#flushing = undefined;
         // Rows recorded after the last batch went out, while this flush was ending, go next.
         if (this.#pending.length > 0 && this.#timer === undefined) this.#flushSoon(FLUSH_DELAY_MS);
       });
-    }, delayMs);
-    this.#timer.unref();
+    }, delayMs, BACKGROUND);
   }
 
   async #flushAll(): Promise<void> {
     while (this.#pending.length > 0) {
       if (!(await this.#flushBatch())) {
         // The database is away: try again later, keeping the rows.
-        this.#timer = setTimeout(() => {
+        this.#timer = this.#clock.setTimeout(() => {
           this.#timer = undefined;
           this.#flushSoon(0);
-        }, RETRY_DELAY_MS);
-        this.#timer.unref();
+        }, RETRY_DELAY_MS, BACKGROUND);
         return;
       }
     }

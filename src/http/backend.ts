@@ -19,11 +19,11 @@ export interface Backend {
   /** The tenant's committed revision, read from the database. */
   revision(tenant: TenantId): Promise<number>;
   /**
-   * Creates or replaces a workflow's schedule, its audit row committed with it: a write, made by
-   * the worker like {@link write} (the HTTP layer holds no store).
+   * Creates or replaces a workflow's schedule, its audit row committed with it: a write of its
+   * client, made by the worker's write pipeline like {@link write} (the HTTP layer holds no store).
    */
   putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void>;
-  /** Deletes a schedule with its runs, its audit row committed with it; false when there was none. */
+  /** Deletes a schedule with its runs, its audit row committed with it (a write, like {@link putSchedule}); false when there was none. */
   deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean>;
   /** The tenant's workflow schedules. */
   schedules(tenant: TenantId): Promise<ScheduleEntry[]>;

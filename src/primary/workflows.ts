@@ -5,6 +5,7 @@ import type { Logger } from '../log/index.ts';
 import type { PrimaryMetrics } from '../metrics/primary.ts';
 import { PooledStore } from '../pool/index.ts';
 import { storeSettings, type StoreSettings } from '../store/settings.ts';
+import { systemClock, type Clock } from '../time/clock.ts';
 import { WebhookHosts } from '../workflow/allowed-hosts.ts';
 import { Scheduler } from '../workflow/scheduler.ts';
 import { newWebhookId } from '../workflow/secrets.ts';
@@ -24,7 +25,7 @@ export interface RunningScheduler {
  * reads a whole permission's holders, never runs on an HTTP worker's event loop or pool) and the
  * webhook sender, under the lease every instance of one database competes for.
  */
-export function startWorkflowScheduler(config: Config, log: Logger, metrics: PrimaryMetrics): RunningScheduler {
+export function startWorkflowScheduler(config: Config, log: Logger, metrics: PrimaryMetrics, clock: Clock = systemClock): RunningScheduler {
   const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { error: String(err) }));
   const hosts = WebhookHosts.parse(config.AUTH_WEBHOOK_ALLOWED_HOSTS);
   const scheduler = new Scheduler({
@@ -32,7 +33,7 @@ export function startWorkflowScheduler(config: Config, log: Logger, metrics: Pri
     deliver: async (job) => {
       const target = { url: job.webhookUrl, secret: job.webhookSecret, webhookId: job.webhookId, body: webhookBody(job.run) };
       const result = await deliverOnce(target, hosts);
-      const update = afterAttempt(job, result, Date.now());
+      const update = afterAttempt(job, result, clock.now());
       // The reason names no URL, secret or client data: an error code or the receiver's status.
       if (update.status === 'failed') log.warn('webhook delivery failed; no retry left', { run: job.run.id, attempts: update.attempts, reason: result.reason });
       else if (update.status === 'pending') log.debug('webhook delivery failed; retrying', { run: job.run.id, attempts: update.attempts, reason: result.reason });
@@ -48,6 +49,7 @@ export function startWorkflowScheduler(config: Config, log: Logger, metrics: Pri
       delivered: (update) => metrics.webhookDelivery(update.status),
       leading: (leader) => metrics.schedulerLeader(leader),
     },
+    clock,
   });
   scheduler.start();
   return {

@@ -5,13 +5,16 @@ import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
-export type { WorkflowStore } from '../workflow/records.ts';
+export type { ScheduleInput, WorkflowStore } from '../workflow/records.ts';
 export type { AuditPosition } from '../audit/record.ts';
 
 /*
- * The store ports, by role. Adapters (SQLite, PostgreSQL) implement all of them; a wrapper
- * (store/wrappers/) overrides only the role it changes; the pool carries every method to its
- * threads by name (see STORE_METHODS). Failures (the database is unreachable, a bug) are thrown.
+ * The store ports, by role. Each adapter (SQLite, PostgreSQL) implements every role, one file
+ * per role (`tenant.ts`, `audit.ts`, `workflow.ts`; Meta in its `index.ts`, which composes
+ * them); a wrapper (store/wrappers/) overrides only the role it changes; the pool carries every
+ * method to its threads by name (see STORE_METHODS). So a new method is written in this file and
+ * in one role file of each adapter, and nowhere else. Failures (the database is unreachable, a
+ * bug) are thrown.
  */
 
 /** A tenant's graph: its state, revisions and changelog, and the writes that move it. */
@@ -82,6 +85,14 @@ export interface Store extends StoreCalls {
   close(): Promise<void>;
 }
 
+/** One object per role: what an adapter is made of (its `index.ts` composes them, see store/composed.ts). */
+export interface StoreRoles {
+  readonly tenant: TenantStore;
+  readonly audit: AuditStore;
+  readonly workflow: WorkflowStore;
+  readonly meta: Meta;
+}
+
 /**
  * The names of {@link StoreCalls}, by role: what the pool carries to its threads and a wrapper
  * passes on. The compiler holds it equal to the ports (below), so a method added to a port is
@@ -92,7 +103,7 @@ export const STORE_METHODS = {
   audit: ['appendAudit', 'audit', 'pruneAudit'],
   workflow: ['putSchedule', 'deleteSchedule', 'schedules', 'runs', 'takeLease', 'releaseLease', 'dueSchedules', 'runSchedule', 'claimDeliveries', 'recordDelivery'],
   meta: ['ping', 'cursorSecret', 'claimEncryption'],
-} as const satisfies { tenant: ReadonlyArray<keyof TenantStore>; audit: ReadonlyArray<keyof AuditStore>; workflow: ReadonlyArray<keyof WorkflowStore>; meta: ReadonlyArray<keyof Meta> };
+} as const satisfies { readonly [R in keyof StoreRoles]: ReadonlyArray<keyof StoreRoles[R]> };
 
 type Listed = (typeof STORE_METHODS)[keyof typeof STORE_METHODS][number];
 /** True only when every method of the ports is listed (the other way round is `satisfies` above). */

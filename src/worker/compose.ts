@@ -58,7 +58,12 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     metrics = workerMetrics(config, cache, pooled, store);
     const replay = (tenant: TenantId): Replay => (since) => store.changes(tenant, since, REPLAY_LIMIT);
     const pipeline = new WritePipeline(
-      { commit: (batch) => store.writeMany(batch), fanOut: (batch) => fanOut(batch, cache, bus, replay) },
+      {
+        commit: (batch) => store.writeMany(batch),
+        fanOut: (batch) => fanOut(batch, cache, bus, replay),
+        putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
+        deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
+      },
       { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
     );
     applyChangesFrom(bus, cache, replay, metrics);
@@ -73,8 +78,8 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       recordAudit: (row) => trail.record(row),
       changes: (tenant, since, limit) => store.changes(tenant, since, limit),
       revision: (tenant) => store.revision(tenant),
-      putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
-      deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
+      putSchedule: (schedule, nowMs, audit) => pipeline.putSchedule(schedule, nowMs, audit),
+      deleteSchedule: (tenant, workflow, audit) => pipeline.deleteSchedule(tenant, workflow, audit),
       schedules: (tenant) => store.schedules(tenant),
       runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
       notReady: () => notReady(store, redis),
@@ -112,7 +117,7 @@ function openResilientStore(config: Config, log: Logger, retried: () => void): {
     cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
     onChange: (state, failures) => {
       if (state === 'open') log.warn('database circuit open: writes and hydrations answer 503', { failures, cooldown_ms: config.AUTH_DB_BREAKER_COOLDOWN_MS });
-      else log.info(`database circuit ${state}`);
+      else log.info(state === 'closed' ? 'database circuit closed' : 'database circuit half-open');
     },
   });
   return { pooled, store: new ResilientStore(pooled, breaker, retryPolicy(config.AUTH_DB_RETRY_ATTEMPTS), retried) };

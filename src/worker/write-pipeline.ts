@@ -1,8 +1,8 @@
 import type { Change, WriteOutcome } from '../authz/changes.ts';
 import { fromWire } from '../errors/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
-import type { PendingWrite, WriteSettled } from '../store/port.ts';
-import type { AuditOfWrite } from '../audit/record.ts';
+import type { PendingWrite, ScheduleInput, WorkflowStore, WriteSettled } from '../store/port.ts';
+import type { AuditOfWrite, AuditRecord } from '../audit/record.ts';
 
 /**
  * A settled write on its way to the other workers: committed, or refused. A refusal changes
@@ -15,8 +15,12 @@ export interface CommittedWrite {
   readonly outcome: WriteOutcome;
 }
 
-/** The two stages every write passes, each handed whole batches. */
-export interface WriteStages {
+/**
+ * The two stages every write passes, each handed whole batches, and the commit of a workflow
+ * schedule's change (`putSchedule`, `deleteSchedule`: one store call each, with its audit row; no
+ * graph holds schedules, so nothing is fanned out).
+ */
+export interface WriteStages extends Pick<WorkflowStore, 'putSchedule' | 'deleteSchedule'> {
   /**
    * Commits a batch (one pool task; one transaction on SQLite), the writes of any one tenant in
    * the order given, and settles each write on its own.
@@ -39,10 +43,21 @@ export interface PipelineLimits {
   readonly maxBatch: number;
 }
 
-interface Queued extends PendingWrite {
+/** A change of a tenant's graph, waiting for the commit stage. */
+interface QueuedWrite extends PendingWrite {
+  readonly kind: 'write';
   readonly resolve: (outcome: WriteOutcome) => void;
   readonly reject: (err: unknown) => void;
 }
+
+/** A change of a tenant's workflow schedule, waiting for the commit stage: `commit` makes it and settles its caller (never rejects). */
+interface QueuedSchedule {
+  readonly kind: 'schedule';
+  readonly tenant: TenantId;
+  readonly commit: () => Promise<void>;
+}
+
+type Queued = QueuedWrite | QueuedSchedule;
 
 interface Committing extends CommittedWrite {
   readonly resolve: (outcome: WriteOutcome) => void;
@@ -101,7 +116,9 @@ export class CoalescingStage<T> {
  * The one write pipeline of a worker: commit, then fan-out, two coalescing stages. The commit of
  * batch k+1 overlaps the fan-out of batch k; a write is answered once its fan-out is acknowledged
  * (read-your-writes on every connection). Writes of one tenant keep their order: a commit batch
- * never takes a tenant that an earlier batch still in flight holds.
+ * never takes a tenant that an earlier batch still in flight holds. A workflow schedule's change
+ * is a write of its tenant too: it takes its turn in the commit stage (after the batch's changes
+ * of graphs) and is answered once committed.
  */
 export class WritePipeline {
   readonly #stages: WriteStages;
@@ -118,7 +135,30 @@ export class WritePipeline {
 
   /** Commits `change` and resolves once every worker of this instance sees it (or with its refusal). */
   write(tenant: TenantId, change: Change, audit?: AuditOfWrite): Promise<WriteOutcome> {
-    return new Promise((resolve, reject) => this.#commit.push({ tenant, change, audit, resolve, reject }));
+    return new Promise((resolve, reject) => this.#commit.push({ kind: 'write', tenant, change, audit, resolve, reject }));
+  }
+
+  /** Creates or replaces a schedule with its audit row (see WorkflowStore.putSchedule), in its tenant's turn. */
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    return this.#scheduleChange(schedule.tenant, () => this.#stages.putSchedule(schedule, nowMs, audit));
+  }
+
+  /** Deletes a schedule with its runs and commits its audit row (see WorkflowStore.deleteSchedule), in its tenant's turn; false when there was none. */
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return this.#scheduleChange(tenant, () => this.#stages.deleteSchedule(tenant, workflow, audit));
+  }
+
+  #scheduleChange<T>(tenant: TenantId, commit: () => Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const run = async (): Promise<void> => {
+        try {
+          resolve(await commit());
+        } catch (err) {
+          reject(err);
+        }
+      };
+      this.#commit.push({ kind: 'schedule', tenant, commit: run });
+    });
   }
 
   /** Writes not yet handed to a stage (for a graceful stop). */
@@ -126,12 +166,28 @@ export class WritePipeline {
     return this.#commit.queued + this.#fanOut.queued;
   }
 
-  /** The next commit batch: queued writes in order, skipping tenants an in-flight batch holds. */
+  /**
+   * The next commit batch: queued writes in order, skipping tenants an in-flight batch holds. A
+   * batch commits its changes of graphs before its schedule changes, so a tenant's change of its
+   * graph queued after a schedule change of its own waits for the next batch, and so does
+   * everything of a tenant after one of its writes that waits.
+   */
   #takeCommitBatch(queue: Queued[], max: number): Queued[] {
-    if (this.#committing.size === 0 && queue.length <= max) return queue.splice(0);
+    if (this.#committing.size === 0 && queue.length <= max && !queue.some((q) => q.kind === 'schedule')) return queue.splice(0);
     const batch: Queued[] = [];
     const rest: Queued[] = [];
-    for (const w of queue) (batch.length < max && !this.#committing.has(w.tenant) ? batch : rest).push(w);
+    const waiting = new Set<TenantId>();
+    const scheduled = new Set<TenantId>();
+    for (const q of queue) {
+      const take = batch.length < max && !this.#committing.has(q.tenant) && !waiting.has(q.tenant) && !(q.kind === 'write' && scheduled.has(q.tenant));
+      if (!take) {
+        rest.push(q);
+        waiting.add(q.tenant);
+        continue;
+      }
+      batch.push(q);
+      if (q.kind === 'schedule') scheduled.add(q.tenant);
+    }
     queue.splice(0, queue.length, ...rest);
     return batch;
   }
@@ -139,13 +195,10 @@ export class WritePipeline {
   async #commitBatch(batch: Queued[]): Promise<void> {
     for (const w of batch) this.#committing.set(w.tenant, (this.#committing.get(w.tenant) ?? 0) + 1);
     try {
-      const settled = await this.#stages.commit(batch.map(({ tenant, change, audit }) => ({ tenant, change, audit })));
-      const committed: Committing[] = [];
-      batch.forEach((w, i) => this.#afterCommit(w, settled[i], committed));
-      // The batch's committed writes go on together, as one fan-out batch when that stage is free.
-      this.#fanOut.pushAll(committed);
-    } catch (err) {
-      for (const w of batch) w.reject(err);
+      const writes = batch.filter((q): q is QueuedWrite => q.kind === 'write');
+      if (writes.length > 0) await this.#commitWrites(writes);
+      // One after the other, after the batch's writes: the order they were queued in.
+      for (const q of batch) if (q.kind === 'schedule') await q.commit();
     } finally {
       for (const w of batch) {
         const n = (this.#committing.get(w.tenant) ?? 1) - 1;
@@ -155,8 +208,20 @@ export class WritePipeline {
     }
   }
 
+  async #commitWrites(batch: QueuedWrite[]): Promise<void> {
+    try {
+      const settled = await this.#stages.commit(batch.map(({ tenant, change, audit }) => ({ tenant, change, audit })));
+      const committed: Committing[] = [];
+      batch.forEach((w, i) => this.#afterCommit(w, settled[i], committed));
+      // The batch's committed writes go on together, as one fan-out batch when that stage is free.
+      this.#fanOut.pushAll(committed);
+    } catch (err) {
+      for (const w of batch) w.reject(err);
+    }
+  }
+
   /** Settles a failed write at once; a committed or refused one joins `committed`. */
-  #afterCommit(w: Queued, settled: WriteSettled | undefined, committed: Committing[]): void {
+  #afterCommit(w: QueuedWrite, settled: WriteSettled | undefined, committed: Committing[]): void {
     if (settled === undefined) return w.reject(new Error('the store settled fewer writes than it was given'));
     if (!settled.ok) return w.reject(fromWire(settled.error));
     const outcome = settled.value;

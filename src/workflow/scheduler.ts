@@ -1,4 +1,5 @@
-import type { Logger } from '../log/index.ts';
+import type { Logger, LogMessage } from '../log/index.ts';
+import { every, type Clock, type Repeating, type Timer } from '../time/clock.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, WorkflowStore } from './records.ts';
 
 /** What the scheduler reports (the primary's metrics); every call is cheap and never throws. */
@@ -21,6 +22,8 @@ export interface SchedulerOptions {
   readonly newWebhookId: () => string;
   readonly log: Logger;
   readonly events: SchedulerEvents;
+  /** What time it is for leases, runs and claims, and what its renewals, ticks and stop wait by. */
+  readonly clock: Clock;
 }
 
 /** Schedules run per tick at most; the rest wait for the next tick (runs are database work). */
@@ -44,8 +47,8 @@ export class Scheduler {
   readonly #o: SchedulerOptions;
   #leader = false;
   #stopped = false;
-  #leaseTimer: NodeJS.Timeout | undefined;
-  #tickTimer: NodeJS.Timeout | undefined;
+  #leaseTimer: Repeating | undefined;
+  #tickTimer: Repeating | undefined;
   #ticking: Promise<void> | undefined;
   readonly #deliveries = new Set<Promise<void>>();
   #lastProblem = '';
@@ -54,15 +57,19 @@ export class Scheduler {
     this.#o = options;
   }
 
+  /**
+   * Takes the lease now, then renews it every quarter of its length, and ticks every `tickMs`
+   * while leading. A tick still running when the next is due makes that one a no-op: ticks
+   * never overlap, and missed ones are not made up (a late run finds its schedule still due).
+   */
   start(): void {
     const renew = (): void => void this.#renewLease();
     renew();
-    this.#leaseTimer = setInterval(renew, Math.max(50, Math.floor(this.#o.leaseMs / 4)));
-    this.#tickTimer = setInterval(() => {
+    const background = { unref: true };
+    this.#leaseTimer = every(this.#o.clock, Math.max(50, Math.floor(this.#o.leaseMs / 4)), renew, background);
+    this.#tickTimer = every(this.#o.clock, this.#o.tickMs, () => {
       if (this.#leader && this.#ticking === undefined) this.#ticking = this.#tick().finally(() => (this.#ticking = undefined));
-    }, this.#o.tickMs);
-    this.#leaseTimer.unref();
-    this.#tickTimer.unref();
+    }, background);
   }
 
   get leader(): boolean {
@@ -72,17 +79,20 @@ export class Scheduler {
   /** Stops ticking, lets deliveries in flight record their outcome (briefly), and gives the lease up. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearInterval(this.#leaseTimer);
-    clearInterval(this.#tickTimer);
+    this.#leaseTimer?.stop();
+    this.#tickTimer?.stop();
     await this.#ticking;
-    await Promise.race([Promise.allSettled([...this.#deliveries]), new Promise((r) => setTimeout(r, STOP_GRACE_MS).unref())]);
+    let grace: Timer | undefined;
+    const graceOver = new Promise<void>((resolve) => (grace = this.#o.clock.setTimeout(() => resolve(), STOP_GRACE_MS, { unref: true })));
+    await Promise.race([Promise.allSettled([...this.#deliveries]), graceOver]);
+    this.#o.clock.clearTimeout(grace);
     if (this.#leader) await this.#o.store.releaseLease(this.#o.owner).catch(() => undefined);
     this.#setLeader(false);
   }
 
   async #renewLease(): Promise<void> {
     try {
-      const held = await this.#o.store.takeLease(this.#o.owner, Date.now(), this.#o.leaseMs);
+      const held = await this.#o.store.takeLease(this.#o.owner, this.#o.clock.now(), this.#o.leaseMs);
       if (!this.#stopped) this.#setLeader(held);
       this.#problem('');
     } catch (err) {
@@ -102,7 +112,7 @@ export class Scheduler {
 
   async #tick(): Promise<void> {
     try {
-      const due = await this.#o.store.dueSchedules(Date.now(), RUNS_PER_TICK);
+      const due = await this.#o.store.dueSchedules(this.#o.clock.now(), RUNS_PER_TICK);
       for (const d of due) {
         if (this.#stopped || !this.#leader) return;
         await this.#run(d);
@@ -117,7 +127,7 @@ export class Scheduler {
   async #run(due: DueSchedule): Promise<void> {
     const started = performance.now();
     try {
-      const run = await this.#o.store.runSchedule(due, Date.now(), this.#o.newWebhookId());
+      const run = await this.#o.store.runSchedule(due, this.#o.clock.now(), this.#o.newWebhookId());
       if (run !== undefined) this.#o.events.ran((performance.now() - started) / 1000, true);
     } catch (err) {
       this.#o.events.ran((performance.now() - started) / 1000, false);
@@ -128,7 +138,7 @@ export class Scheduler {
   async #startDeliveries(): Promise<void> {
     const room = MAX_DELIVERIES - this.#deliveries.size;
     if (room <= 0 || this.#stopped) return;
-    const jobs = await this.#o.store.claimDeliveries(Date.now(), DELIVERY_CLAIM_MS, room);
+    const jobs = await this.#o.store.claimDeliveries(this.#o.clock.now(), DELIVERY_CLAIM_MS, room);
     for (const job of jobs) {
       const attempt = this.#attempt(job).finally(() => this.#deliveries.delete(attempt));
       this.#deliveries.add(attempt);
@@ -147,10 +157,10 @@ export class Scheduler {
   }
 
   /** Logs a problem once until it changes or clears, so a database outage is one line, not four a second. */
-  #problem(why: string, message = ''): void {
+  #problem(why: string, message?: LogMessage): void {
     if (why === this.#lastProblem) return;
     this.#lastProblem = why;
-    if (why !== '') this.#o.log.warn(message, { error: why });
+    if (why !== '' && message !== undefined) this.#o.log.warn(message, { error: why });
   }
 }
 

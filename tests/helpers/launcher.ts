@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-const LISTENING = /"msg":"listening"/;
+/** The primary's line once every worker listens (its event, docs/operations.md §8). */
+const LISTENING = /"event":"primary\.listening"/;
 /** Output kept in memory: enough for every start-up and failure message, bounded for long benchmark runs. */
 const OUTPUT_CAP = 4 * 1024 * 1024;
 

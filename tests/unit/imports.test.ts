@@ -22,7 +22,7 @@ const OUTSIDE = '(outside src/)';
  */
 const ALLOW: Readonly<Record<string, readonly string[]>> = {
   '.': ['config', 'log', 'primary', 'worker'],
-  audit: ['authz', 'log'],
+  audit: ['authz', 'log', 'time'], // time: the trail's batching and retention wait on a clock
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
   authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
   cache: ['authz'],
@@ -36,10 +36,10 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   metrics: ['log'],
   pool: ['crypto', 'errors', 'store'], // the thread hop names no domain type: tasks are store methods by name
   ipc: ['invalidation', 'metrics'], // the primary ↔ worker messages, owned by neither side: see NARROW
-  primary: ['config', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'workflow'], // pool, store: the scheduler's own store
+  primary: ['config', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'time', 'workflow'], // pool, store: the scheduler's own store; time: its clock
   store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time', 'workflow'],
   time: [],
-  workflow: ['audit', 'authz', 'log'],
+  workflow: ['audit', 'authz', 'log', 'time'], // time: the scheduler runs on an injected clock
   worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store'],
 };
 

@@ -1,22 +1,134 @@
-import type { PoolClient, QueryResult } from 'pg';
 import type { AuditRecord } from '../../audit/record.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { timestampAt } from '../../time/index.ts';
-import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../../workflow/records.ts';
 import { deliveryOf, jobOf, nextRunAt, runOf, scheduleOf, SCHEDULER_LEASE } from '../workflow-rows.ts';
-import { SQL, type Statement } from './sql.ts';
-import { WORKFLOW_SQL as WF } from './workflow-sql.ts';
+import { auditColumns, INSERT_AUDITS } from './audit.ts';
+import { run, statement, type Db, type PostgresAccess, type Statement } from './sql.ts';
 
-type Row = Record<string, unknown>;
-type Db = Pick<PoolClient, 'query'>;
-type TxBody<T> = (db: Db) => Promise<{ commit: boolean; value: T }>;
+/**
+ * The statements of workflow schedules and runs, named `rbac_workflow_*` (pg prepares each once
+ * per connection). Epoch-ms parameters are bigint.
+ */
+const wf = (name: string, text: string): Statement => statement(`workflow_${name}`, text);
 
-/** What the workflow calls use of the store: its statements outside a transaction, and its transactions. */
-export interface PostgresAccess {
-  query(what: string, st: Statement, values: unknown[]): Promise<QueryResult<Row>>;
-  /** `begin` opens the transaction (`BEGIN` or with an isolation level); see the store's #tx. */
-  tx<T>(what: string, begin: string, body: TxBody<T>): Promise<T>;
-}
+/** The run's columns as `runOf` (store/workflow-rows.ts) reads them. */
+const RUN_COLUMNS = 'r.id, r.workflow, r.run_at, r.revision, r.users_count, r.added, r.removed, r.delivery_status, r.attempts, r.last_status';
+
+/** The names of column `name` of the diff's rows where `when`, as the JSON array a run stores, sorted by code point (COLLATE "C"). */
+const jsonNames = (name: string, when: string): string =>
+  `coalesce((SELECT array_to_json(array_agg(${name} ORDER BY ${name})) FROM diff WHERE ${when})::text, '[]')`;
+
+const WF = {
+  /** Creates or replaces the schedule, due at $6; a replaced one keeps `last_run_at` (its runs and holders stay too). */
+  upsertSchedule: wf(
+    'upsert_schedule',
+    `INSERT INTO workflow_schedules (client_hash, workflow, interval_seconds, webhook_url, webhook_secret, next_run_at)
+     VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (client_hash, workflow) DO UPDATE SET interval_seconds = excluded.interval_seconds,
+       webhook_url = excluded.webhook_url, webhook_secret = excluded.webhook_secret, next_run_at = excluded.next_run_at`,
+  ),
+  deleteSchedule: wf('delete_schedule', 'DELETE FROM workflow_schedules WHERE client_hash = $1 AND workflow = $2'),
+  deleteRunsAndHolders: wf(
+    'delete_runs_and_holders',
+    `WITH runs AS (DELETE FROM workflow_runs WHERE client_hash = $1 AND workflow = $2)
+     DELETE FROM workflow_holders WHERE client_hash = $1 AND workflow = $2`,
+  ),
+  schedules: wf('schedules', 'SELECT workflow, interval_seconds, webhook_url, last_run_at FROM workflow_schedules WHERE client_hash = $1'),
+  /** No row: no such schedule; one row with a null id: a schedule without runs (in this page). */
+  runs: wf(
+    'runs',
+    `SELECT ${RUN_COLUMNS} FROM workflow_schedules sc
+     LEFT JOIN LATERAL (SELECT * FROM workflow_runs x WHERE x.client_hash = sc.client_hash AND x.workflow = sc.workflow AND x.id < $3
+                        ORDER BY x.id DESC LIMIT $4) r ON true
+     WHERE sc.client_hash = $1 AND sc.workflow = $2 ORDER BY r.id DESC`,
+  ),
+  /** Answers a row only when $2 holds the lease afterwards (it was free, expired, or $2's). */
+  takeLease: wf(
+    'take_lease',
+    `INSERT INTO workflow_lease (name, owner, expires_at) VALUES ($1, $2, $3)
+     ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+     WHERE workflow_lease.owner = excluded.owner OR workflow_lease.expires_at < $4
+     RETURNING owner`,
+  ),
+  releaseLease: wf('release_lease', 'DELETE FROM workflow_lease WHERE name = $1 AND owner = $2'),
+  due: wf('due', 'SELECT client_hash, workflow FROM workflow_schedules WHERE next_run_at <= $1 ORDER BY next_run_at LIMIT $2'),
+  /**
+   * The first statement of a run's REPEATABLE READ transaction (so its snapshot is the run's):
+   * the schedule, locked. NOWAIT: a schedule locked by another run, replacement or deletion is
+   * not waited for (the waiter would only find it ran, or fail to serialize).
+   */
+  lockSchedule: wf(
+    'lock_schedule',
+    `SELECT interval_seconds, webhook_url IS NOT NULL AS hooked, next_run_at, holders_revision, holders_count FROM workflow_schedules
+     WHERE client_hash = $1 AND workflow = $2 FOR UPDATE NOWAIT`,
+  ),
+  /** The client's revision at the run's snapshot (no row: 0). */
+  tenantRevision: wf('tenant_revision', 'SELECT revision FROM clients WHERE hash = $1'),
+  /**
+   * A run at the revision `workflow_holders` was computed at ($8): nothing can have changed, so
+   * the run is recorded with the count kept ($9) and empty lists, without reading the holders.
+   */
+  recordSteadyRun: wf(
+    'record_steady_run',
+    `WITH advanced AS (UPDATE workflow_schedules SET last_run_at = $3, next_run_at = $7::bigint WHERE client_hash = $1 AND workflow = $2)
+     INSERT INTO workflow_runs (client_hash, workflow, run_at, revision, users_count, added, removed, delivery_status, webhook_id, next_attempt_at)
+     VALUES ($1, $2, $3::text, $8::bigint, $9::int, '[]', '[]', $4::text, $5::text, $6::bigint)
+     RETURNING id, revision, users_count, added, removed`,
+  ),
+  /**
+   * The whole run in one round trip, at the transaction's snapshot: who holds permission $2 now
+   * (through any role, `grants_by_permission`), the diff against `workflow_holders`, which is
+   * brought up to date by that diff alone, the run row, and the schedule's next time ($7).
+   * Data-modifying CTEs all see the snapshot, so the insert and the delete touch disjoint users.
+   *
+   * Written so that no plan can be quadratic, whatever the estimates (`workflow_holders` filled
+   * by the previous run may not be analyzed yet, and a CTE has no statistics or index): the diff
+   * is a FULL JOIN, which PostgreSQL runs only as a hash or merge join, never a nested loop; the
+   * delete finds its rows by their `ctid`s from that join, a TID scan.
+   */
+  recordRun: wf(
+    'record_run',
+    `WITH tenant AS (SELECT id, revision FROM clients WHERE hash = $1),
+          holders AS (SELECT DISTINCT m."user" FROM tenant t
+                        JOIN grants g ON g.client_id = t.id AND g.permission = $2
+                        JOIN memberships m ON m.client_id = g.client_id AND m.role = g.role),
+          diff AS (SELECT now."user" AS gained, before."user" AS lost, before.ctid AS lost_at
+                   FROM holders now
+                   FULL JOIN (SELECT ctid, "user" FROM workflow_holders WHERE client_hash = $1 AND workflow = $2) before
+                     ON before."user" = now."user"
+                   WHERE now."user" IS NULL OR before."user" IS NULL),
+          inserted AS (INSERT INTO workflow_holders (client_hash, workflow, "user") SELECT $1, $2, gained FROM diff WHERE lost IS NULL),
+          deleted AS (DELETE FROM workflow_holders WHERE ctid = ANY (ARRAY(SELECT lost_at FROM diff WHERE gained IS NULL))),
+          advanced AS (UPDATE workflow_schedules SET last_run_at = $3, next_run_at = $7::bigint,
+                         holders_revision = coalesce((SELECT revision FROM tenant), 0), holders_count = (SELECT count(*) FROM holders)
+                       WHERE client_hash = $1 AND workflow = $2)
+     INSERT INTO workflow_runs (client_hash, workflow, run_at, revision, users_count, added, removed, delivery_status, webhook_id, next_attempt_at)
+     SELECT $1, $2, $3::text, coalesce((SELECT revision FROM tenant), 0), (SELECT count(*) FROM holders),
+            ${jsonNames('gained', 'lost IS NULL')}, ${jsonNames('lost', 'gained IS NULL')}, $4::text, $5::text, $6::bigint
+     RETURNING id, revision, users_count, added, removed`,
+  ),
+  /**
+   * Claims due deliveries: rows another caller is claiming are skipped, not waited for. A run
+   * whose schedule has no webhook any more (replaced without one) is marked failed instead, or it
+   * would come back at every claim.
+   */
+  claim: wf(
+    'claim',
+    `WITH due AS (SELECT id FROM workflow_runs WHERE delivery_status = 'pending' AND next_attempt_at <= $1
+                  ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED),
+          orphaned AS (UPDATE workflow_runs o SET delivery_status = 'failed', next_attempt_at = NULL FROM due
+                       WHERE o.id = due.id AND NOT EXISTS (SELECT 1 FROM workflow_schedules sc WHERE sc.client_hash = o.client_hash
+                                                           AND sc.workflow = o.workflow AND sc.webhook_url IS NOT NULL))
+     UPDATE workflow_runs r SET next_attempt_at = $2 FROM due, workflow_schedules sc
+     WHERE r.id = due.id AND sc.client_hash = r.client_hash AND sc.workflow = r.workflow AND sc.webhook_url IS NOT NULL
+     RETURNING ${RUN_COLUMNS}, r.client_hash, r.webhook_id, sc.webhook_url, sc.webhook_secret`,
+  ),
+  recordDelivery: wf(
+    'record_delivery',
+    'UPDATE workflow_runs SET delivery_status = $2, attempts = $3, last_status = $4, next_attempt_at = $5 WHERE id = $1',
+  ),
+} as const;
 
 /** A run reads every table at one snapshot, so the users it lists are those of the revision it names. */
 const REPEATABLE_READ = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
@@ -27,21 +139,15 @@ const REPEATABLE_READ = 'BEGIN ISOLATION LEVEL REPEATABLE READ';
  */
 const LOST_RACE = new Set(['55P03', '40001']);
 
-const run = (db: Db, st: Statement, values: unknown[]): Promise<QueryResult<Row>> => db.query<Row>({ name: st.name, text: st.text, values });
-
 /** Epoch ms as a bigint parameter (the columns hold whole milliseconds). */
 const ms = (t: number): number => Math.floor(t);
-
-/** An audit row as the parallel arrays of `SQL.insertAudits`. */
-const auditValues = (r: AuditRecord): unknown[][] =>
-  [r.tenant, r.at, r.action, r.resource, r.status, r.revision ?? null, r.credential, r.requestId, r.ip].map((v) => [v]);
 
 /**
  * The workflow side of the PostgreSQL store (see WorkflowStore in workflow/records.ts). Several
  * instances share the database: runs and claims are made safe against each other by row locks,
  * not by the scheduler's lease alone (a lease can expire while its holder still works).
  */
-export class PostgresWorkflows {
+export class PostgresWorkflows implements WorkflowStore {
   readonly #db: PostgresAccess;
 
   constructor(db: PostgresAccess) {
@@ -51,7 +157,7 @@ export class PostgresWorkflows {
   putSchedule(s: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
     return this.#db.tx('workflow', 'BEGIN', async (db) => {
       await run(db, WF.upsertSchedule, [s.tenant, s.workflow, s.intervalSeconds, s.webhookUrl, s.webhookSecret, ms(nowMs)]);
-      await run(db, SQL.insertAudits, auditValues(audit));
+      await run(db, INSERT_AUDITS, auditColumns([audit]));
       return { commit: true, value: undefined };
     });
   }
@@ -65,7 +171,7 @@ export class PostgresWorkflows {
     return this.#db.tx('workflow', 'BEGIN', async (db) => {
       if (((await run(db, WF.deleteSchedule, [tenant, workflow])).rowCount ?? 0) === 0) return { commit: false, value: false };
       await run(db, WF.deleteRunsAndHolders, [tenant, workflow]);
-      await run(db, SQL.insertAudits, auditValues(audit));
+      await run(db, INSERT_AUDITS, auditColumns([audit]));
       return { commit: true, value: true };
     });
   }

@@ -2,301 +2,101 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { prepared } from './prepared.ts';
-import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
+import { whenFree } from './busy.ts';
 import { timestamp } from '../../time/index.ts';
 import { MIGRATIONS } from '../migrations.ts';
-import { toWire } from '../../errors/index.ts';
-import type { TenantId } from '../../authz/tenant.ts';
-import type { AuditPosition, CreatedTenants, PendingWrite, Store, WriteOutcome, WriteSettled } from '../port.ts';
-import { changeFromRow } from '../changelog.ts';
-import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
-import { isSqliteBusy, storeFailure } from '../transient.ts';
-import type { AuditEntry, AuditOfWrite, AuditRecord } from '../../audit/record.ts';
-import { auditStatements } from './audit.ts';
-import { workflowStatements } from './workflow.ts';
-import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
+import { ComposedStore } from '../composed.ts';
+import { PLAINTEXT_MARK } from '../encryption-mark.ts';
+import type { Meta, StoreRoles } from '../port.ts';
+import type { AuditRecord } from '../../audit/record.ts';
+import { SqliteAudit } from './audit.ts';
+import { SqliteTenants } from './tenant.ts';
+import { SqliteWorkflows } from './workflow.ts';
 
 type Row = Record<string, unknown>;
 
 /**
  * The embedded store: one SQLite file in WAL mode, `synchronous=FULL` so that an acknowledged
- * write survives a crash of the process and of the machine. better-sqlite3 is synchronous: the
- * async methods of the port do their work before they return (a pool thread runs them).
+ * write survives a crash of the process and of the machine. Made of its roles (tenant.ts,
+ * audit.ts, workflow.ts, and {@link SqliteMeta} here) on one connection; better-sqlite3 is
+ * synchronous, so each call does its work before it returns (a pool thread runs them).
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends ComposedStore {
   readonly #db: Database.Database;
-  readonly #stmt: ReturnType<typeof prepare>;
-  readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
-  readonly #load: (tenant: TenantId) => Snapshot;
-  readonly #audit: ReturnType<typeof auditStatements>;
-  readonly #appendAudit: (rows: readonly AuditRecord[]) => void;
-  readonly #workflow: ReturnType<typeof workflowStatements>;
 
   constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.#db = new Database(path);
-    whenFree(() => this.#db.exec('PRAGMA journal_mode = WAL'));
-    this.#db.exec('PRAGMA synchronous = FULL');
-    // No busy handler of SQLite's own: its sleeps grow to 100 ms, far longer than another
-    // connection holds the write lock here. {@link whenFree} retries in steps of a fraction of that.
-    this.#db.exec('PRAGMA busy_timeout = 0');
-    whenFree(() => migrate(this.#db));
-    this.#stmt = prepare(this.#db);
-    this.#audit = auditStatements(this.#db);
-    const writeTx = this.#db.transaction((w: PendingWrite) => this.#applyWrite(w.tenant, w.change, w.audit));
-    // A batch is one transaction (one lock, one fsync); each write in it runs in a savepoint (a
-    // transaction nested in another is one in better-sqlite3), so a write that throws is undone
-    // alone and the others still commit.
-    const manyTx = this.#db.transaction((writes: readonly PendingWrite[]): WriteSettled[] =>
-      writes.map((w) => {
-        try {
-          return { ok: true, value: writeTx(w) };
-        } catch (err) {
-          return { ok: false, error: toWire(storeFailure(err, 'write')) };
-        }
-      }),
-    );
-    this.#writeMany = (writes) => whenFree(() => manyTx.immediate(writes));
-    const loadTx = this.#db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
-    this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
-    const auditTx = this.#db.transaction((rows: readonly AuditRecord[]) => {
-      for (const r of rows) this.#audit.insert(r);
-    });
-    this.#appendAudit = (rows) => whenFree(() => auditTx.immediate(rows));
-    this.#workflow = workflowStatements(this.#db, (r) => this.#audit.insert(r));
+    const db = open(path);
+    super(roles(db));
+    this.#db = db;
   }
 
-  async load(tenant: TenantId): Promise<Snapshot> {
-    return this.#load(tenant);
-  }
-
-  async revision(tenant: TenantId): Promise<number> {
-    const row = whenFree(() => this.#stmt.tenantRow.get(tenant)) as Row | undefined;
-    return row === undefined ? 0 : Number(row.revision);
-  }
-
-  async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    if (writes.length === 0) return [];
-    try {
-      return this.#writeMany(writes);
-    } catch (err) {
-      // The shared commit (or the lock) failed: none of the writes is in.
-      const error = toWire(storeFailure(err, 'write'));
-      return writes.map(() => ({ ok: false, error }));
-    }
-  }
-
-  async revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
-    if (tenants.length === 0) return [];
-    // Read back from the database, where only hashed keys are ever written: TenantIds again.
-    const rows = whenFree(() => this.#stmt.revisions.all(JSON.stringify(tenants))) as Array<{ hash: TenantId; revision: number }>;
-    return rows.map((r) => [r.hash, r.revision]);
-  }
-  async tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
-    const after = Number(cursor ?? 0);
-    // Read back from the database, where only hashed keys are ever written: TenantIds again.
-    const rows = whenFree(() => this.#stmt.tenantsSince.all(after)) as Array<{ id: number; hash: TenantId }>;
-    return { tenants: rows.map((r) => r.hash), cursor: String(rows.at(-1)?.id ?? after) };
-  }
-  async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
-    const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
-    return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
-  }
-  async appendAudit(rows: readonly AuditRecord[]): Promise<void> {
-    if (rows.length === 0) return;
-    this.#appendAudit(rows);
-  }
-  async audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]> {
-    return whenFree(() => this.#audit.page(tenant, after, limit));
-  }
-  async pruneAudit(before: string, limit: number): Promise<number> {
-    return whenFree(() => this.#audit.prune(before, limit));
-  }
-  async claimEncryption(mark: string): Promise<string> {
-    return whenFree(() => this.#db.transaction(() => this.#audit.claimEncryption(mark)).immediate());
-  }
-  async putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
-    whenFree(() => this.#workflow.putSchedule(schedule, nowMs, audit));
-  }
-  async deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
-    return whenFree(() => this.#workflow.deleteSchedule(tenant, workflow, audit));
-  }
-  async schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
-    return whenFree(() => this.#workflow.schedules(tenant));
-  }
-  async runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
-    return whenFree(() => this.#workflow.runs(tenant, workflow, before, limit));
-  }
-  async takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
-    return whenFree(() => this.#workflow.takeLease(owner, nowMs, ttlMs));
-  }
-  async releaseLease(owner: string): Promise<void> {
-    whenFree(() => this.#workflow.releaseLease(owner));
-  }
-  async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
-    return whenFree(() => this.#workflow.dueSchedules(nowMs, limit));
-  }
-  async runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
-    return whenFree(() => this.#workflow.runSchedule(due, nowMs, webhookId));
-  }
-  async claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
-    return whenFree(() => this.#workflow.claimDeliveries(nowMs, claimMs, limit));
-  }
-  async recordDelivery(update: DeliveryUpdate): Promise<void> {
-    whenFree(() => this.#workflow.recordDelivery(update));
-  }
-  async cursorSecret(): Promise<Buffer> {
-    const row = whenFree(() => this.#stmt.cursorSecret.get()) as Row | undefined;
-    if (row === undefined) throw new Error('cursor secret missing from meta');
-    return Buffer.from(String(row.value), 'hex');
-  }
-  async ping(): Promise<void> {
-    whenFree(() => this.#stmt.ping.get());
-  }
   async close(): Promise<void> {
     if (this.#db.open) this.#db.close();
   }
+}
 
-  #readSnapshot(tenant: TenantId): Snapshot {
-    const row = this.#stmt.tenantRow.get(tenant) as Row | undefined;
-    if (row === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
-    const id = row.id;
-    return {
-      revision: Number(row.revision),
-      roles: (this.#stmt.roles.raw().all(id) as Array<[string, string]>),
-      grants: (this.#stmt.grants.raw().all(id) as Array<[string, string]>),
-      memberships: (this.#stmt.memberships.raw().all(id) as Array<[string, string]>),
-    };
+/** Opens the file (its folder made first) and applies pending migrations. */
+function open(path: string): Database.Database {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  whenFree(() => db.exec('PRAGMA journal_mode = WAL'));
+  db.exec('PRAGMA synchronous = FULL');
+  // No busy handler of SQLite's own: its sleeps grow to 100 ms, far longer than another
+  // connection holds the write lock here. whenFree (busy.ts) retries in steps of a fraction of that.
+  db.exec('PRAGMA busy_timeout = 0');
+  whenFree(() => migrate(db));
+  return db;
+}
+
+function roles(db: Database.Database): StoreRoles {
+  const audit = new SqliteAudit(db);
+  const insertAudit = (r: AuditRecord): void => audit.insert(r);
+  return { tenant: new SqliteTenants(db, insertAudit), audit, workflow: new SqliteWorkflows(db, insertAudit), meta: new SqliteMeta(db) };
+}
+
+/** The database itself (see Meta): reachability, the encryption mark, the cursor secret. */
+class SqliteMeta implements Meta {
+  readonly #db: Database.Database;
+  readonly #st: ReturnType<typeof prepareMeta>;
+
+  constructor(db: Database.Database) {
+    this.#db = db;
+    this.#st = prepareMeta(db);
   }
 
-  /**
-   * Runs inside `BEGIN IMMEDIATE`: checks the change against the stored state (authz/write-rules
-   * decides), then commits it. A refused write changes nothing: its role check comes before any
-   * statement, and the grant or membership check is the no-op insert or delete itself.
-   */
-  #applyWrite(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): WriteOutcome {
-    const s = this.#stmt;
-    const row = s.tenantRow.get(tenant) as Row | undefined;
-    const current = row === undefined ? 0 : Number(row.revision);
-    const id = row?.id;
-    const roleExists = id !== undefined && s.roleExists.get(id, change.role) !== undefined;
-    const before = refusal(change, { roleExists });
-    if (before !== undefined) return refused(before, current);
-    const tenantRowId = id ?? (s.insertTenant.get(tenant) as Row).id;
-    const { rowsChanged, ...removed } = this.#applyChange(tenantRowId, change);
-    const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
-    if (after !== undefined) return refused(after, current);
-    const revision = Number((s.bumpRevision.get(tenantRowId) as Row).revision);
-    const at = timestamp();
-    s.insertChange.run(
-      tenantRowId,
-      revision,
-      change.op,
-      change.role,
-      'permission' in change ? change.permission : null,
-      'user' in change ? change.user : null,
-      change.op === 'role.create' ? change.description : null,
-      at,
+  async ping(): Promise<void> {
+    whenFree(() => this.#st.ping.get());
+  }
+
+  async cursorSecret(): Promise<Buffer> {
+    const row = whenFree(() => this.#st.cursorSecret.get()) as Row | undefined;
+    if (row === undefined) throw new Error('cursor secret missing from meta');
+    return Buffer.from(String(row.value), 'hex');
+  }
+
+  async claimEncryption(mark: string): Promise<string> {
+    const st = this.#st;
+    return whenFree(() =>
+      this.#db
+        .transaction(() => {
+          const known = st.mark.get() as Row | undefined;
+          if (known !== undefined) return String(known.value);
+          st.setMark.run(st.anyClient.get() === undefined ? mark : PLAINTEXT_MARK);
+          return String((st.mark.get() as Row).value);
+        })
+        .immediate(),
     );
-    if (audit !== undefined) this.#audit.insert({ ...audit, tenant, at, revision });
-    return { ok: true, revision, change, ...removed };
-  }
-
-  /**
-   * The change's own statements. `rowsChanged` is what its insert-if-absent or delete did (a
-   * grant's or membership's existence, see `edgeFacts`); role changes report 1, their check came before.
-   */
-  #applyChange(tenantRowId: unknown, change: Change): Applied {
-    const s = this.#stmt;
-    switch (change.op) {
-      case 'role.create':
-        s.insertRole.run(tenantRowId, change.role, change.description);
-        return { rowsChanged: 1 };
-      case 'role.delete': {
-        const permissionsRemoved = s.deleteGrantsOfRole.run(tenantRowId, change.role).changes;
-        const membershipsRemoved = s.deleteMembersOfRole.run(tenantRowId, change.role).changes;
-        s.deleteRole.run(tenantRowId, change.role);
-        return { rowsChanged: 1, permissionsRemoved, membershipsRemoved };
-      }
-      case 'permission.grant':
-        return { rowsChanged: s.insertGrant.run(tenantRowId, change.role, change.permission).changes };
-      case 'permission.revoke':
-        return { rowsChanged: s.deleteGrant.run(tenantRowId, change.role, change.permission).changes };
-      case 'membership.add':
-        return { rowsChanged: s.insertMember.run(tenantRowId, change.role, change.user).changes };
-      case 'membership.remove':
-        return { rowsChanged: s.deleteMember.run(tenantRowId, change.role, change.user).changes };
-    }
   }
 }
 
-interface Applied {
-  readonly rowsChanged: number;
-  /** For role.delete: what went with the role. */
-  readonly permissionsRemoved?: number;
-  readonly membershipsRemoved?: number;
-}
-
-/** How long a statement keeps retrying while another connection holds the lock. */
-const BUSY_TIMEOUT_MS = 5_000;
-const BUSY_FIRST_PAUSE_MS = 0.05;
-const BUSY_MAX_PAUSE_MS = 2;
-const pauseCell = new Int32Array(new SharedArrayBuffer(4));
-
-/**
- * Runs `fn`, again after a short pause each time it finds the database locked by another
- * connection (SQLITE_BUSY, SQLITE_LOCKED), for at most {@link BUSY_TIMEOUT_MS}; then the last error is thrown
- * (a 503, see store/transient.ts). The pause blocks the calling thread: only pool threads and
- * start-up call this, never an event loop that serves requests.
- */
-function whenFree<T>(fn: () => T): T {
-  const deadline = performance.now() + BUSY_TIMEOUT_MS;
-  for (let pause = BUSY_FIRST_PAUSE_MS; ; pause = Math.min(BUSY_MAX_PAUSE_MS, pause * 2)) {
-    try {
-      return fn();
-    } catch (err) {
-      if (!isSqliteBusy(err) || performance.now() + pause > deadline) throw err;
-      Atomics.wait(pauseCell, 0, 0, pause);
-    }
-  }
-}
-
-/** Rebuilds a change from its changelog row. */
-function changeOf(r: Row): Change {
-  return changeFromRow({ op: r.op, role: r.role, permission: r.permission, user: r.user, description: String(r.description ?? '') });
-}
-
-function prepare(db: Database.Database) {
-  const statements = {
+function prepareMeta(db: Database.Database) {
+  return {
     ping: prepared(db, 'SELECT 1'),
     cursorSecret: prepared(db, `SELECT value FROM meta WHERE key = 'cursor_secret'`),
-    tenantRow: prepared(db, 'SELECT id, revision FROM clients WHERE hash = ?'),
-    revisions: prepared(db, 'SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
-    // One writer at a time, each new row numbered past every committed one: ids grow in commit order.
-    tenantsSince: prepared(db, 'SELECT id, hash FROM clients WHERE id > ? ORDER BY id'),
-    insertTenant: prepared(db, 'INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
-    bumpRevision: prepared(db, 'UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
-    roles: prepared(db, 'SELECT role, description FROM roles WHERE client_id = ?'),
-    grants: prepared(db, 'SELECT role, permission FROM grants WHERE client_id = ?'),
-    memberships: prepared(db, 'SELECT user, role FROM memberships WHERE client_id = ?'),
-    roleExists: prepared(db, 'SELECT 1 FROM roles WHERE client_id = ? AND role = ?'),
-    insertRole: prepared(db, 'INSERT INTO roles (client_id, role, description) VALUES (?, ?, ?)'),
-    deleteRole: prepared(db, 'DELETE FROM roles WHERE client_id = ? AND role = ?'),
-    deleteGrantsOfRole: prepared(db, 'DELETE FROM grants WHERE client_id = ? AND role = ?'),
-    deleteMembersOfRole: prepared(db, 'DELETE FROM memberships WHERE client_id = ? AND role = ?'),
-    insertGrant: prepared(db, 'INSERT OR IGNORE INTO grants (client_id, role, permission) VALUES (?, ?, ?)'),
-    deleteGrant: prepared(db, 'DELETE FROM grants WHERE client_id = ? AND role = ? AND permission = ?'),
-    insertMember: prepared(db, 'INSERT OR IGNORE INTO memberships (client_id, role, user) VALUES (?, ?, ?)'),
-    deleteMember: prepared(db, 'DELETE FROM memberships WHERE client_id = ? AND role = ? AND user = ?'),
-    changes: prepared(db,
-      `SELECT c.revision, c.op, c.role, c.permission, c.user, c.description, c.at FROM changelog c
-       JOIN clients t ON t.id = c.client_id WHERE t.hash = ? AND c.revision > ? ORDER BY c.revision LIMIT ?`,
-    ),
-    insertChange: prepared(db,
-      'INSERT INTO changelog (client_id, revision, op, role, permission, user, description, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
+    mark: prepared(db, `SELECT value FROM meta WHERE key = 'encryption'`),
+    anyClient: prepared(db, 'SELECT 1 FROM clients LIMIT 1'),
+    setMark: prepared(db, `INSERT OR IGNORE INTO meta (key, value) VALUES ('encryption', ?)`),
   };
-  return statements;
 }
 
 /** Applies pending migrations under SQLite's write lock, so concurrent starters apply each once. */

@@ -1,9 +1,10 @@
 import type Database from 'better-sqlite3';
 import { prepared } from './prepared.ts';
+import { whenFree } from './busy.ts';
 import type { AuditRecord } from '../../audit/record.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { timestampAt } from '../../time/index.ts';
-import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../../workflow/records.ts';
 import { deliveryOf, jobOf, nextRunAt, runOf, scheduleOf, SCHEDULER_LEASE } from '../workflow-rows.ts';
 
 type Row = Record<string, unknown>;
@@ -73,68 +74,86 @@ type Statements = ReturnType<typeof prepareAll>;
  * The workflow side of the SQLite store (see WorkflowStore in workflow/records.ts). Statements
  * and transaction functions are made once, here; each statement is kept for the life of
  * the process (see prepared.ts), and `insertAudit` is the audit trail's insert, so a
- * schedule's audit row commits in its transaction. The methods are synchronous and take the
- * write lock where they write: the store calls them through its busy-retry.
+ * schedule's audit row commits in its transaction. Each call runs through the busy-retry and
+ * takes the write lock where it writes.
  */
-export function workflowStatements(db: Database.Database, insertAudit: (r: AuditRecord) => void) {
-  const st = prepareAll(db);
-  const put = db.transaction((s: ScheduleInput, nowMs: number, audit: AuditRecord) => {
-    st.upsert.run(s.tenant, s.workflow, s.intervalSeconds, s.webhookUrl, s.webhookSecret, nowMs);
-    insertAudit(audit);
-  });
-  const remove = db.transaction((tenant: TenantId, workflow: string, audit: AuditRecord): boolean => {
-    if (st.deleteSchedule.run(tenant, workflow).changes === 0) return false;
-    st.deleteRuns.run(tenant, workflow);
-    st.deleteHolders.run(tenant, workflow);
-    insertAudit(audit);
-    return true;
-  });
-  const runs = db.transaction((tenant: TenantId, workflow: string, before: number | undefined, limit: number): RunEntry[] | undefined => {
-    if (st.schedule.get(tenant, workflow) === undefined) return undefined;
-    return (st.runs.all(tenant, workflow, before ?? Number.MAX_SAFE_INTEGER, limit) as Row[]).map(runOf);
-  });
-  const read = db.transaction((due: DueSchedule, nowMs: number) => readRun(st, due, nowMs));
-  const write = db.transaction((due: DueSchedule, plan: RunPlan, nowMs: number, webhookId: string) => writeRun(st, due, plan, nowMs, webhookId));
-  const claim = db.transaction((nowMs: number, claimMs: number, limit: number) => claimDue(st, nowMs, claimMs, limit));
-  return {
-    putSchedule(s: ScheduleInput, nowMs: number, audit: AuditRecord): void {
-      put.immediate(s, nowMs, audit);
-    },
-    deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): boolean {
-      return remove.immediate(tenant, workflow, audit);
-    },
-    schedules(tenant: TenantId): ScheduleEntry[] {
-      return (st.schedules.all(tenant) as Row[]).map(scheduleOf);
-    },
-    runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): RunEntry[] | undefined {
-      return runs.deferred(tenant, workflow, before, limit);
-    },
-    takeLease(owner: string, nowMs: number, ttlMs: number): boolean {
-      return st.takeLease.get(SCHEDULER_LEASE, owner, nowMs + ttlMs, nowMs) !== undefined;
-    },
-    releaseLease(owner: string): void {
-      st.releaseLease.run(SCHEDULER_LEASE, owner);
-    },
-    dueSchedules(nowMs: number, limit: number): DueSchedule[] {
-      // Read back from the database, where only hashed keys are ever written: TenantIds again.
-      return (st.due.all(nowMs, limit) as Row[]).map((r) => ({ tenant: String(r.client_hash) as TenantId, workflow: String(r.workflow) }));
-    },
-    /**
-     * Reads in a snapshot (WAL: writers go on meanwhile), then writes the run in a short write
-     * transaction that first checks the schedule is as read: the write lock is held for the
-     * diff's rows, not for reading the holders.
-     */
-    runSchedule(due: DueSchedule, nowMs: number, webhookId: string): RunEntry | undefined {
-      const plan = read.deferred(due, nowMs);
-      return plan === undefined ? undefined : write.immediate(due, plan, nowMs, webhookId);
-    },
-    claimDeliveries(nowMs: number, claimMs: number, limit: number): DeliveryJob[] {
-      return claim.immediate(nowMs, claimMs, limit);
-    },
-    recordDelivery(u: DeliveryUpdate): void {
-      st.recordDelivery.run(u.status, u.attempts, u.lastStatus, u.nextAttemptAtMs, u.runId);
-    },
-  };
+export class SqliteWorkflows implements WorkflowStore {
+  readonly #st: Statements;
+  readonly #put: (s: ScheduleInput, nowMs: number, audit: AuditRecord) => void;
+  readonly #remove: (tenant: TenantId, workflow: string, audit: AuditRecord) => boolean;
+  readonly #runs: (tenant: TenantId, workflow: string, before: number | undefined, limit: number) => RunEntry[] | undefined;
+  readonly #read: (due: DueSchedule, nowMs: number) => RunPlan | undefined;
+  readonly #write: (due: DueSchedule, plan: RunPlan, nowMs: number, webhookId: string) => RunEntry | undefined;
+  readonly #claim: (nowMs: number, claimMs: number, limit: number) => DeliveryJob[];
+
+  constructor(db: Database.Database, insertAudit: (r: AuditRecord) => void) {
+    const st = (this.#st = prepareAll(db));
+    const put = db.transaction((s: ScheduleInput, nowMs: number, audit: AuditRecord) => {
+      st.upsert.run(s.tenant, s.workflow, s.intervalSeconds, s.webhookUrl, s.webhookSecret, nowMs);
+      insertAudit(audit);
+    });
+    const remove = db.transaction((tenant: TenantId, workflow: string, audit: AuditRecord): boolean => {
+      if (st.deleteSchedule.run(tenant, workflow).changes === 0) return false;
+      st.deleteRuns.run(tenant, workflow);
+      st.deleteHolders.run(tenant, workflow);
+      insertAudit(audit);
+      return true;
+    });
+    const runs = db.transaction((tenant: TenantId, workflow: string, before: number | undefined, limit: number): RunEntry[] | undefined => {
+      if (st.schedule.get(tenant, workflow) === undefined) return undefined;
+      return (st.runs.all(tenant, workflow, before ?? Number.MAX_SAFE_INTEGER, limit) as Row[]).map(runOf);
+    });
+    const read = db.transaction((due: DueSchedule, nowMs: number) => readRun(st, due, nowMs));
+    const write = db.transaction((due: DueSchedule, plan: RunPlan, nowMs: number, webhookId: string) => writeRun(st, due, plan, nowMs, webhookId));
+    const claim = db.transaction((nowMs: number, claimMs: number, limit: number) => claimDue(st, nowMs, claimMs, limit));
+    this.#put = (s, nowMs, audit) => put.immediate(s, nowMs, audit);
+    this.#remove = (tenant, workflow, audit) => remove.immediate(tenant, workflow, audit);
+    this.#runs = (tenant, workflow, before, limit) => runs.deferred(tenant, workflow, before, limit);
+    this.#read = (due, nowMs) => read.deferred(due, nowMs);
+    this.#write = (due, plan, nowMs, webhookId) => write.immediate(due, plan, nowMs, webhookId);
+    this.#claim = (nowMs, claimMs, limit) => claim.immediate(nowMs, claimMs, limit);
+  }
+
+  async putSchedule(s: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    whenFree(() => this.#put(s, nowMs, audit));
+  }
+  async deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return whenFree(() => this.#remove(tenant, workflow, audit));
+  }
+  async schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return whenFree(() => (this.#st.schedules.all(tenant) as Row[]).map(scheduleOf));
+  }
+  async runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return whenFree(() => this.#runs(tenant, workflow, before, limit));
+  }
+  async takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return whenFree(() => this.#st.takeLease.get(SCHEDULER_LEASE, owner, nowMs + ttlMs, nowMs) !== undefined);
+  }
+  async releaseLease(owner: string): Promise<void> {
+    whenFree(() => this.#st.releaseLease.run(SCHEDULER_LEASE, owner));
+  }
+  async dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    // Read back from the database, where only hashed keys are ever written: TenantIds again.
+    const rows = whenFree(() => this.#st.due.all(nowMs, limit)) as Row[];
+    return rows.map((r) => ({ tenant: String(r.client_hash) as TenantId, workflow: String(r.workflow) }));
+  }
+  /**
+   * Reads in a snapshot (WAL: writers go on meanwhile), then writes the run in a short write
+   * transaction that first checks the schedule is as read: the write lock is held for the
+   * diff's rows, not for reading the holders.
+   */
+  async runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    return whenFree(() => {
+      const plan = this.#read(due, nowMs);
+      return plan === undefined ? undefined : this.#write(due, plan, nowMs, webhookId);
+    });
+  }
+  async claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    return whenFree(() => this.#claim(nowMs, claimMs, limit));
+  }
+  async recordDelivery(u: DeliveryUpdate): Promise<void> {
+    whenFree(() => this.#st.recordDelivery.run(u.status, u.attempts, u.lastStatus, u.nextAttemptAtMs, u.runId));
+  }
 }
 
 /** What a run read in its snapshot: the schedule as it was, the revision, and the diff to record. */

@@ -2,7 +2,8 @@ import { AppError, errorMessage, fromWire } from '../../errors/index.ts';
 import type { PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { CircuitBreaker } from './breaker.ts';
 import { callOf, PassingStore } from './passing.ts';
-import { backoffMs, sleep, withRetry, type RetryPolicy } from './retry.ts';
+import { backoffMs, withRetry, type RetryPolicy } from './retry.ts';
+import { sleep, systemClock, type Clock } from '../../time/clock.ts';
 
 /**
  * The database did not answer. Adapters report ERR_STORE_UNAVAILABLE only when the transaction
@@ -39,14 +40,16 @@ export class ResilientStore extends PassingStore implements Store {
   readonly #breaker: CircuitBreaker;
   readonly #retry: RetryPolicy;
   readonly #onRetry: () => void;
+  readonly #clock: Clock;
 
-  /** `onRetry`: told each time a call is tried again (the metrics count it). */
-  constructor(inner: Store, breaker: CircuitBreaker, retry: RetryPolicy, onRetry: () => void = () => undefined) {
+  /** `onRetry`: told each time a call is tried again (the metrics count it); the backoff waits on `clock`. */
+  constructor(inner: Store, breaker: CircuitBreaker, retry: RetryPolicy, onRetry: () => void = () => undefined, clock: Clock = systemClock) {
     super();
     this.#inner = inner;
     this.#breaker = breaker;
     this.#retry = retry;
     this.#onRetry = onRetry;
+    this.#clock = clock;
   }
 
   /** 0 closed, 1 half-open, 2 open (the rbac_db_circuit_state gauge). */
@@ -77,7 +80,7 @@ export class ResilientStore extends PassingStore implements Store {
   }
 
   #call<T>(fn: () => Promise<T>): Promise<T> {
-    return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open', this.#onRetry);
+    return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open', this.#onRetry, this.#clock);
   }
 
   /**
@@ -97,7 +100,7 @@ export class ResilientStore extends PassingStore implements Store {
       } catch (err) {
         if (!mayRetry() || !retryable(err)) throw err;
         this.#onRetry();
-        await sleep(backoffMs(this.#retry, attempt));
+        await sleep(this.#clock, backoffMs(this.#retry, attempt));
         continue;
       }
       const again = mayRetry();
@@ -110,7 +113,7 @@ export class ResilientStore extends PassingStore implements Store {
       pending = retry;
       if (retry.length > 0) {
         this.#onRetry();
-        await sleep(backoffMs(this.#retry, attempt));
+        await sleep(this.#clock, backoffMs(this.#retry, attempt));
       }
     }
     return results as WriteSettled[];

@@ -1,3 +1,5 @@
+import { sleep, systemClock, type Clock } from '../../time/clock.ts';
+
 /**
  * Bounded retries with exponential backoff and full jitter, for failures that a second attempt
  * can cure (the database restarted, a lock timed out). Whether a failure qualifies is the
@@ -20,8 +22,6 @@ export function retryPolicy(attempts: number): RetryPolicy {
   return { ...DEFAULT_RETRY, attempts };
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** The delay before retry number `retry` (1-based): uniform in [0, min(max, base * 2^(retry-1))]. */
 export function backoffMs(policy: RetryPolicy, retry: number, random: () => number = Math.random): number {
   const cap = Math.min(policy.maxMs, policy.baseMs * 2 ** (retry - 1));
@@ -30,7 +30,8 @@ export function backoffMs(policy: RetryPolicy, retry: number, random: () => numb
 
 /**
  * Runs `fn` until it succeeds, throws something `retryable` rejects, or the attempts are used
- * up; the last failure is thrown. `shouldStop` ends the retries early (the circuit opened).
+ * up; the last failure is thrown. `shouldStop` ends the retries early (the circuit opened). The
+ * backoff waits on `clock`.
  */
 export async function withRetry<T>(
   fn: () => Promise<T>,
@@ -38,6 +39,7 @@ export async function withRetry<T>(
   policy: RetryPolicy = DEFAULT_RETRY,
   shouldStop: () => boolean = () => false,
   onRetry: () => void = () => undefined,
+  clock: Clock = systemClock,
 ): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -45,7 +47,7 @@ export async function withRetry<T>(
     } catch (err) {
       if (attempt >= policy.attempts || !retryable(err) || shouldStop()) throw err;
       onRetry();
-      await sleep(backoffMs(policy, attempt));
+      await sleep(clock, backoffMs(policy, attempt));
     }
   }
 }

@@ -2,9 +2,11 @@
 // dependence on machine load. Each stage call is recorded and resolved when the test says so.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { AuditRecord } from '../../../src/audit/record.ts';
 import type { Change, WriteOutcome } from '../../../src/authz/changes.ts';
+import type { TenantId } from '../../../src/authz/tenant.ts';
 import { AppError, toWire } from '../../../src/errors/index.ts';
-import type { PendingWrite, WriteSettled } from '../../../src/store/port.ts';
+import type { PendingWrite, ScheduleInput, WriteSettled } from '../../../src/store/port.ts';
 import { WritePipeline, type CommittedWrite, type PipelineLimits } from '../../../src/worker/write-pipeline.ts';
 import { tenantId } from '../../helpers/tenants.ts';
 
@@ -14,18 +16,36 @@ interface Call<I, O> {
   fail(err: unknown): void;
 }
 
-/** Stages whose calls wait until the test settles them. */
+/** A schedule change as the store was asked to make it: `put` or `delete`, and its arguments. */
+type ScheduleCall = Call<readonly ['put', ScheduleInput, number, AuditRecord] | readonly ['delete', TenantId, string, AuditRecord], boolean | undefined>;
+
+/** Stages whose calls wait until the test settles them; `started` names each call as it is made. */
 function manualStages() {
   const commits: Array<Call<PendingWrite, WriteSettled[]>> = [];
   const fanOuts: Array<Call<CommittedWrite, void>> = [];
+  const schedules: ScheduleCall[] = [];
+  const started: string[] = [];
   const record = <I, O>(calls: Array<Call<I, O>>, batch: readonly I[]): Promise<O> =>
     new Promise((settle, fail) => calls.push({ batch, settle, fail }));
   return {
     commits,
     fanOuts,
+    schedules,
+    started,
     stages: {
-      commit: (batch: readonly PendingWrite[]) => record(commits, batch),
+      commit: (batch: readonly PendingWrite[]) => {
+        started.push(`commit ${names(batch).join(',')}`);
+        return record(commits, batch);
+      },
       fanOut: (batch: readonly CommittedWrite[]) => record(fanOuts, batch),
+      putSchedule: async (schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> => {
+        started.push(`put ${schedule.workflow}`);
+        await record(schedules, [['put', schedule, nowMs, audit] as const]);
+      },
+      deleteSchedule: async (tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> => {
+        started.push(`delete ${workflow}`);
+        return (await record(schedules, [['delete', tenant, workflow, audit] as const])) === true;
+      },
     },
   };
 }
@@ -158,4 +178,74 @@ test('batches are cut at maxBatch', async () => {
   commits[1]?.settle(committedAll(commits[1].batch));
   await flush();
   assert.deepEqual(commits.map((c) => names(c.batch)), [['a'], ['b', 'c'], ['d', 'e']]);
+});
+
+const auditOf = (tenant: TenantId, action: string): AuditRecord => ({
+  tenant, at: '2026-01-01T00:00:00.000000', action, resource: '/api/workflow/schedule/daily', status: 201, credential: 'key:abc', requestId: 'r1', ip: '127.0.0.1',
+});
+const scheduleOf = (tenant: TenantId, workflow: string): ScheduleInput => ({ tenant, workflow, intervalSeconds: 60, webhookUrl: null, webhookSecret: 'whsec_x' });
+
+test('a schedule change is made by the commit stage with its arguments and answers what the store answered; nothing is fanned out', async () => {
+  const { schedules, fanOuts, stages } = manualStages();
+  const p = new WritePipeline(stages, SQLITE);
+  const t = tenantId('t1');
+  const put = p.putSchedule(scheduleOf(t, 'daily'), 1234, auditOf(t, 'workflow.schedule'));
+  assert.equal(schedules.length, 1, 'a lone change goes at once');
+  assert.deepEqual(schedules[0]?.batch, [['put', scheduleOf(t, 'daily'), 1234, auditOf(t, 'workflow.schedule')]]);
+  schedules[0]?.settle(undefined);
+  assert.equal(await put, undefined);
+  await flush();
+  const gone = p.deleteSchedule(t, 'daily', auditOf(t, 'workflow.unschedule'));
+  await flush();
+  assert.deepEqual(schedules[1]?.batch, [['delete', t, 'daily', auditOf(t, 'workflow.unschedule')]]);
+  schedules[1]?.settle(false);
+  assert.equal(await gone, false, 'no such schedule: false, as the store said');
+  assert.equal(fanOuts.length, 0, 'no graph holds schedules');
+  assert.equal(p.queued, 0);
+});
+
+test("a schedule change waits for its tenant's commit in flight, and that tenant's later writes wait for it; other tenants' go along", async () => {
+  const { commits, schedules, started, stages } = manualStages();
+  const p = new WritePipeline(stages, SQLITE);
+  const [t, u] = [tenantId('t'), tenantId('u')];
+  void p.write(t, grant('r', 'a'));
+  const put = p.putSchedule(scheduleOf(t, 'daily'), 1, auditOf(t, 'workflow.schedule'));
+  void p.write(t, grant('r', 'b'));
+  void p.write(u, grant('r', 'c'));
+  assert.equal(schedules.length, 0, "t's write a is committing");
+  commits[0]?.settle(committedAll(commits[0].batch));
+  await flush();
+  // The next batch: t's schedule change and u's write; t's write b waits for the change before it.
+  assert.deepEqual(started, ['commit a', 'commit c'], 'the batch commits its writes of graphs first');
+  commits[1]?.settle(committedAll(commits[1].batch));
+  await flush();
+  assert.deepEqual(started, ['commit a', 'commit c', 'put daily']);
+  assert.equal(commits.length, 2, 'b waits while the schedule change of its tenant is made');
+  schedules[0]?.settle(undefined);
+  await put;
+  await flush();
+  assert.deepEqual(started, ['commit a', 'commit c', 'put daily', 'commit b']);
+});
+
+test("a failed schedule change rejects its caller with the store's error, alone; a failed commit does not stop a change of its batch", async () => {
+  const { commits, schedules, stages } = manualStages();
+  const p = new WritePipeline(stages, SQLITE);
+  const [t, u, v] = [tenantId('t'), tenantId('u'), tenantId('v')];
+  const down = new AppError('ERR_STORE_UNAVAILABLE', 'down');
+  const failing = p.putSchedule(scheduleOf(t, 'daily'), 1, auditOf(t, 'workflow.schedule'));
+  schedules[0]?.fail(down);
+  await assert.rejects(failing, (err: unknown) => err === down, 'the very error the store threw');
+  await flush();
+  void p.write(v, grant('r', 'w'));
+  const lost = p.write(u, grant('r', 'x'));
+  const gone = p.deleteSchedule(t, 'daily', auditOf(t, 'workflow.unschedule'));
+  commits[0]?.settle(committedAll(commits[0].batch));
+  await flush();
+  assert.deepEqual(names(commits[1]?.batch ?? []), ['x'], 'x and the deletion are the next batch');
+  commits[1]?.fail(new Error('thread died'));
+  await assert.rejects(lost, /thread died/);
+  await flush();
+  assert.equal(schedules.length, 2, "the batch's schedule change is made although its writes failed");
+  schedules[1]?.settle(true);
+  assert.equal(await gone, true);
 });
