@@ -23,11 +23,11 @@ const files = [
   'tests/regressions/credentials-lru.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',
-  'tests/e2e/config.test.ts',
-  'tests/e2e/engine.test.ts',
-  'tests/e2e/start.test.ts',
-  'tests/e2e/deploy.test.ts',
-  'tests/e2e/deploy-ops.test.ts',
+  'tests/ops/config.test.ts',
+  'tests/ops/engine.test.ts',
+  'tests/ops/start.test.ts',
+  'tests/ops/deploy.test.ts',
+  'tests/ops/deploy-ops.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/store/passing.test.ts',
@@ -35,56 +35,56 @@ const files = [
   'tests/unit/worker/ipc.test.ts',
   'tests/unit/primary/hub.test.ts',
   'tests/unit/invalidation/ipc.test.ts',
-  'tests/integration/store-conformance.test.ts',
-  'tests/integration/store-created.test.ts',
-  'tests/integration/store-audit.test.ts',
-  'tests/integration/store-workflow.test.ts',
-  'tests/e2e/routes.test.ts',
-  'tests/e2e/bad-input.test.ts',
-  'tests/e2e/property.test.ts',
-  'tests/e2e/bench.test.ts',
-  'tests/e2e/durability.test.ts',
-  'tests/e2e/cluster.test.ts',
+  'tests/integration/store/conformance.test.ts',
+  'tests/integration/store/created.test.ts',
+  'tests/integration/store/audit.test.ts',
+  'tests/integration/store/workflow.test.ts',
+  'tests/contract/meta.test.ts',
+  'tests/contract/bad-bodies.test.ts',
+  'tests/features/property.test.ts',
+  'tests/ops/bench.test.ts',
+  'tests/cluster/durability.test.ts',
+  'tests/cluster/consistency.test.ts',
   'tests/unit/store/resilience.test.ts',
-  'tests/e2e/instances.test.ts',
-  'tests/e2e/unknown-clients.test.ts',
-  'tests/e2e/outage.test.ts',
-  'tests/e2e/operations.test.ts',
-  'tests/e2e/metrics.test.ts',
-  'tests/e2e/prometheus.test.ts',
+  'tests/cluster/instances.test.ts',
+  'tests/features/unknown-clients.test.ts',
+  'tests/cluster/outage.test.ts',
+  'tests/ops/operations.test.ts',
+  'tests/ops/metrics.test.ts',
+  'tests/ops/prometheus.test.ts',
   'tests/unit/metrics/retained.test.ts',
   'tests/unit/crypto/field-cipher.test.ts',
   'tests/unit/workflow/webhook.test.ts',
   'tests/unit/workflow/allowed-hosts.test.ts',
-  'tests/e2e/tokens.test.ts',
-  'tests/e2e/audit.test.ts',
+  'tests/features/tokens.test.ts',
+  'tests/features/audit.test.ts',
   'tests/regressions/audit-order.test.ts',
-  'tests/e2e/workflows.test.ts',
-  'tests/e2e/workflow-runs.test.ts',
-  'tests/e2e/workflow-webhooks.test.ts',
-  'tests/e2e/workflow-instances.test.ts',
-  'tests/e2e/encryption.test.ts',
+  'tests/features/workflows.test.ts',
+  'tests/features/workflow-runs.test.ts',
+  'tests/features/workflow-webhooks.test.ts',
+  'tests/features/workflow-instances.test.ts',
+  'tests/features/encryption.test.ts',
   'tests/security/transport.test.ts',
   'tests/security/cors-browser.test.ts',
   'tests/security/fuzz.test.ts',
-  'tests/e2e/authzen-search.test.ts',
-  'tests/e2e/authzen-rules.test.ts',
-  'tests/e2e/authzen-interop.test.ts',
+  'tests/features/authzen-search.test.ts',
+  'tests/features/authzen-rules.test.ts',
+  'tests/features/authzen-interop.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP
 // suite must hold whatever the store. Skipped (said so) when PostgreSQL is not reachable, failed
 // instead under AUTH_TEST_REQUIRE_SERVICES=1. One file on PostgreSQL by hand:
-// AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/e2e/routes.test.ts
-const onPostgres = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts'];
+// AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/contract/meta.test.ts
+const onPostgres = ['tests/contract/meta.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts'];
 
 // And again on the other HTTP engine: the default here (`auto`) is uWebSockets.js where its
 // native build loads; these suites then run on node:http, so that any difference between the
 // engines is a failing test. One file on one engine by hand:
-// AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/e2e/routes.test.ts
+// AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/contract/meta.test.ts
 const onOtherEngine = [
-  'tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/cluster.test.ts', 'tests/e2e/durability.test.ts', 'tests/e2e/start.test.ts',
-  'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts',
+  'tests/contract/meta.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/cluster/consistency.test.ts', 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
+  'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts',
 ];
 
 // Every test file is listed above: one that is not would never run, silently.
