@@ -29,6 +29,7 @@ const files = [
   'tests/ops/deploy.test.ts',
   'tests/ops/deploy-ops.test.ts',
   'tests/unit/imports.test.ts',
+  'tests/unit/run-list.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/store/passing.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',
@@ -87,22 +88,36 @@ const onOtherEngine = [
   'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts',
 ];
 
-// Every test file is listed above: one that is not would never run, silently.
-const unlisted = readdirSync('tests', { recursive: true, encoding: 'utf8' })
-  .filter((f) => f.endsWith('.test.ts'))
-  .map((f) => `tests/${f.split(sep).join('/')}`)
-  .filter((f) => !files.includes(f));
+// Every test file is listed above: one that is not would never run, silently. And every listed
+// file exists. `node tests/run.mjs --check-list` checks only that (tests/unit/run-list.test.ts);
+// the files named after the flag count as present too, so that the check can be seen to fail.
+const checkOnly = process.argv[2] === '--check-list';
+const args = process.argv.slice(checkOnly ? 3 : 2);
+const onDisk = [
+  ...readdirSync('tests', { recursive: true, encoding: 'utf8' }).map((f) => `tests/${f.split(sep).join('/')}`),
+  ...(checkOnly ? args : []),
+].filter((f) => f.endsWith('.test.ts'));
+const unlisted = onDisk.filter((f) => !files.includes(f));
 if (unlisted.length > 0) {
   console.error(`test files missing from the list in tests/run.mjs: ${unlisted.join(', ')}`);
   process.exit(1);
 }
 
-const only = process.argv.slice(2);
+const only = checkOnly ? [] : args;
 const selected = only.length > 0 ? only : files;
 const missing = [...selected, ...onPostgres, ...onOtherEngine].filter((f) => !existsSync(f));
 if (missing.length > 0) {
   console.error(`missing test files: ${missing.join(', ')}`);
   process.exit(1);
+}
+const notInTheList = [...onPostgres, ...onOtherEngine].filter((f) => !files.includes(f));
+if (notInTheList.length > 0) {
+  console.error(`files run again on PostgreSQL or node:http but not in the list: ${notInTheList.join(', ')}`);
+  process.exit(1);
+}
+if (checkOnly) {
+  console.log(`${files.length} test files, all listed and present`);
+  process.exit(0);
 }
 
 function run(list, env = {}) {
