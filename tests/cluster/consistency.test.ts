@@ -12,10 +12,11 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import { RawError, rawRequest, type RawResult } from '../helpers/raw-http.ts';
+import { sleep } from '../helpers/wait.ts';
+import { show } from '../helpers/show.ts';
 
 // ---- helpers ------------------------------------------------------------------------------------
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 const sorted = (items: Iterable<string>): string[] => [...new Set(items)].sort(byCodePoint);
 
@@ -98,10 +99,6 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-function show(res: RawResult): string {
-  return `HTTP ${res.status} ${res.text.slice(0, 300)}`;
 }
 
 /** The process-unique prefix of a generated X-Request-Id: tells which worker answered (diagnostics only). */

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
+import { sleep } from '../helpers/wait.ts';
+import { show } from '../helpers/show.ts';
 
 // ---- a small model of one tenant --------------------------------------------------------------
 
@@ -28,10 +30,6 @@ const sorted = (items: Iterable<string>): string[] => [...new Set(items)].sort(b
 
 function newTenant(server: RunningServer): Tenant {
   return { key: server.client().key as string, roles: new Map(), revision: 0 };
-}
-
-function show(res: ApiResult<unknown>): string {
-  return `HTTP ${res.status} ${JSON.stringify(res.body)?.slice(0, 300) ?? '(no body)'}`;
 }
 
 /** Why a request got no response (fetch's error and its cause). */
@@ -202,7 +200,7 @@ async function assertGone(server: RunningServer): Promise<void> {
       return;
     }
     if (answered && Date.now() > deadline) assert.fail(`port ${server.port} still answers after the service process was killed`);
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 

@@ -12,9 +12,9 @@ import { freePort, startServer, tempDir, type RunningServer } from '../helpers/s
 import { rawRequest } from '../helpers/raw-http.ts';
 import { sharedDatabase, type SharedDatabase } from '../helpers/postgres.ts';
 import { requireService } from '../helpers/services.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function percentile(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);

@@ -13,8 +13,8 @@ import { freePort, startServer } from '../helpers/server.ts';
 import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
 import { freshPostgresDatabase, requirePostgres } from '../helpers/postgres.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
+import { sleep } from '../helpers/wait.ts';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the circuit opens and recovers, nothing acknowledged is lost', { timeout: 120_000 }, async (t) => {
   if (!(await requirePostgres(t))) return;

@@ -13,6 +13,7 @@ import { startServer, type RunningServer } from '../helpers/server.ts';
 import { OpenApiContract } from '../helpers/openapi-contract.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
+import { show } from '../helpers/show.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -79,10 +80,6 @@ before(async () => {
 after(async () => {
   if (server !== undefined) await server.stop();
 });
-
-function show(res: ApiResult<unknown>): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
-}
 
 function asRecord(value: unknown): Record<string, unknown> {
   assert.ok(typeof value === 'object' && value !== null && !Array.isArray(value), `not an object: ${JSON.stringify(value)}`);

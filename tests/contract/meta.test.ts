@@ -10,6 +10,7 @@ import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 import { OpenApiContract } from '../helpers/openapi-contract.ts';
+import { show } from '../helpers/show.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -40,10 +41,6 @@ function fresh(): RbacClient {
 /** A client without any Authorization header. */
 function anon(): RbacClient {
   return server.client().withKey(undefined);
-}
-
-function show(res: ApiResult<unknown>): string {
-  return `${res.status} ${JSON.stringify(res.body)}`;
 }
 
 function asRecord(value: unknown): Record<string, unknown> {

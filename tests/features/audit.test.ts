@@ -19,6 +19,8 @@ import type { AuditRow } from '../../src/client/index.ts';
 import { rememberSecret, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import { descendants } from '../helpers/processes.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
+import { sleep } from '../helpers/wait.ts';
+import { show } from '../helpers/show.ts';
 
 const ON_POSTGRES = process.env.AUTH_TEST_DATABASE === 'postgresql';
 const SQLITE_ONLY = ON_POSTGRES ? 'a SQLite file case: it runs in the SQLite pass' : false;
@@ -53,8 +55,6 @@ after(async () => {
 
 // ---- helpers ------------------------------------------------------------------------------------
 
-const show = (res: ApiResult<unknown>): string => `${res.status} ${JSON.stringify(res.body)?.slice(0, 400) ?? '(no body)'}`;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const rid = (what: string): string => `${what}-${randomUUID()}`;
 
 /** `key:` and the first 12 hex of SHA-256 of the lower-cased key. */

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { freePort, startServer, type RunningServer } from '../helpers/server.ts';
 import type { PdpResult, RbacClient } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const BASE = 'https://pdp.example.com/tenant-a';
 const SECRET = 'authzen-rules-test-secret-0123456789abcdef';
@@ -255,7 +256,7 @@ test('OpenAPI lists the six routes; metrics count them by operationId and count 
   let row: { action: string; resource: string; status: number } | undefined;
   for (let i = 0; i < 50 && row === undefined; i++) {
     row = (await alice.audit()).data?.find((r) => r.request_id === 'audit-me');
-    if (row === undefined) await new Promise((r) => setTimeout(r, 100));
+    if (row === undefined) await sleep(100);
   }
   assert.deepEqual(row && { action: row.action, resource: row.resource, status: row.status }, { action: 'read', resource: '/access/v1/evaluations', status: 200 });
 });

@@ -20,6 +20,7 @@ import { freshPostgresDatabase, requirePostgres, sharedDatabase } from '../helpe
 import { freePort, runToExit, startServer, tempDir, type RunningServer, type ServerOptions } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const KEY = 'test-encryption-password';
 const ENCRYPTED = { AUTH_ENABLE_ENCRYPTION: 'true', AUTH_ENCRYPTION_KEY: KEY };
@@ -34,7 +35,6 @@ const VECTORS: ReadonlyArray<readonly [string, string]> = [
   ['Administrators', '+pqDtMe+7mGL9y9aDLasAc0e8VNREmtF1+faR5KY'],
   ['alice@example.com', 'kYgStcTbc5lByvyhpryvr6KGmerBq9RYCJXz9ii/DDfi'],
 ];
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const sha256 = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
 
 /** Where one scenario's data lives, and how to look at it from outside the service. */

@@ -15,6 +15,8 @@ import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 import { b64url, decodeJwt, hs256Valid, signJwt, subOf, withPayload, type JsonObject } from '../helpers/jwt.ts';
 import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
 import { freePort, rememberSecret, runToExit, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
+import { sleep } from '../helpers/wait.ts';
+import { show } from '../helpers/show.ts';
 
 /** A random 48-character secret (36 random bytes, base64url). */
 const newSecret = (): string => randomBytes(36).toString('base64url');
@@ -36,9 +38,7 @@ let server: RunningServer;
 
 // ---- helpers ------------------------------------------------------------------------------------
 
-const show = (res: ApiResult<unknown> | RawResult): string => `${res.status} ${'text' in res ? res.text.slice(0, 400) : JSON.stringify(res.body)}`;
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** `POST /api/token` as `c`; a token in the answer is remembered for the leak scan. */
 async function mint(c: RbacClient, body?: unknown, raw?: { rawBody: string; contentType: string }): Promise<ApiResult<TokenData>> {

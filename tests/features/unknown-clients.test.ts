@@ -13,9 +13,9 @@ import { rawRequest } from '../helpers/raw-http.ts';
 import { sharedDatabase } from '../helpers/postgres.ts';
 import { freePort, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** The roles of `key` as `server` answers them on a new connection (a worker the kernel picks). */
 async function roles(server: RunningServer, key: string, minRevision?: number): Promise<{ status: number; revision: number | undefined; names: string[] }> {

@@ -24,13 +24,13 @@ import {
   runsPage,
   schedule,
   scheduled,
-  show,
-  sleep,
   unschedule,
   waitForRuns,
   walkRuns,
   type RunItem,
 } from '../helpers/workflows.ts';
+import { show } from '../helpers/show.ts';
+import { sleep } from '../helpers/wait.ts';
 
 let server: RunningServer;
 

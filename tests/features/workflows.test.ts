@@ -14,7 +14,9 @@ import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
 import { decodeJwt } from '../helpers/jwt.ts';
 import { rememberSecret, startServer, type RunningServer } from '../helpers/server.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
-import { canRun, rid, runs, runsPage, schedule, scheduled, schedules, show, sleep, unschedule, usersPage, waitForRuns, type ScheduleItem } from '../helpers/workflows.ts';
+import { canRun, rid, runs, runsPage, schedule, scheduled, schedules, unschedule, usersPage, waitForRuns, type ScheduleItem } from '../helpers/workflows.ts';
+import { show } from '../helpers/show.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const JWT_SECRET = randomBytes(36).toString('base64url');
 

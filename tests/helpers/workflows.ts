@@ -11,6 +11,8 @@ import { TIMESTAMP_RE } from './contract.ts';
 import { rememberSecret } from './leak-record.ts';
 import type { RunningServer } from './server.ts';
 import { descendants } from './processes.ts';
+import { show } from './show.ts';
+import { sleep } from './wait.ts';
 
 export interface ScheduleCreated {
   workflow: string;
@@ -44,8 +46,6 @@ export interface RunItem {
 export const WEBHOOK_SECRET_RE = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 
 const seg = encodeURIComponent;
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-export const show = (res: ApiResult<unknown>): string => `${res.status} ${JSON.stringify(res.body)?.slice(0, 600) ?? '(no body)'}`;
 /** A request id without the shape of a client key (the leak scan flags any UUID v4 in server output). */
 export const rid = (what: string): string => `${what}-${randomBytes(8).toString('hex')}`;
 export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

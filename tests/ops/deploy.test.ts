@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node
 import { join, posix } from 'node:path';
 import { ensureBuilt } from '../helpers/build.ts';
 import { freePort, ROOT, tempDir } from '../helpers/server.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const UNIT = join(ROOT, 'deploy/rbac-gateway.service');
 const DOCKERFILE = join(ROOT, 'deploy/Dockerfile');
@@ -273,7 +274,7 @@ test('the unit\'s command and environment: serves, writes only in the state dire
     assert.ok(Date.now() < deadline, `no answer on /ping within 10 s:\n${output}`);
     const ok = await fetch(`${base}/ping`).then((r) => r.ok, () => false);
     if (ok) break;
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
   }
   const ready = await fetch(`${base}/ready`);
   assert.equal(ready.status, 200, `ready: ${await ready.text()}`);

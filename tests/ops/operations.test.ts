@@ -18,8 +18,8 @@ import type { Logger } from '../../src/log/index.ts';
 import { rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-record.ts';
 import { engineEnv, freePort, ROOT, runToExit, tempDir } from '../helpers/server.ts';
+import { sleep } from '../helpers/wait.ts';
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Service {
   readonly port: number;

@@ -13,6 +13,7 @@ import { startPrometheus, scalarOf, type RunningPrometheus } from '../helpers/pr
 import { rawRequest } from '../helpers/raw-http.ts';
 import { freePort, startServer, type RunningServer } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const SCRAPE_SECONDS = 2;
 const TOTAL = 'sum(rbac_http_requests_total{job="rbac-gateway"})';
@@ -28,7 +29,7 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (${String(last)})`}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
   }
 }
 
@@ -100,7 +101,7 @@ test('counters never go down: a worker killed, a worker too slow for a scrape; d
     const stoppedAt = Date.now();
     while (Date.now() - stoppedAt < 3 * SCRAPE_SECONDS * 1000) {
       assert.equal(scalarOf(await prom.query(TOTAL)), sent, 'the total holds while a worker is silent');
-      await new Promise((r) => setTimeout(r, 500));
+      await sleep(500);
     }
     assert.equal(scalarOf(await prom.query('up{job="rbac-gateway"}')), 1, 'the scrape itself still succeeds');
   } finally {
@@ -128,7 +129,7 @@ test('counters never go down: a worker killed, a worker too slow for a scrape; d
   assert.equal((await rawRequest({ port: server.port, key, method: 'POST', path: '/api/token' })).status, 501);
   assert.equal((await rawRequest({ port: server.port, key: randomUUID(), path: '/api/has_permission/u1/read' })).status, 200);
   await checks(server, key, 50);
-  await new Promise((r) => setTimeout(r, 2 * SCRAPE_SECONDS * 1000 + 500));
+  await sleep(2 * SCRAPE_SECONDS * 1000 + 500);
 
   const empty: string[] = [];
   for (const [where, expr] of dashboardExpressions(readDashboard())) {

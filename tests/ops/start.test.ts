@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { ensureBuilt } from '../helpers/build.ts';
 import { engineEnv, freePort, ROOT, tempDir } from '../helpers/server.ts';
 import { descendants } from '../helpers/processes.ts';
+import { sleep } from '../helpers/wait.ts';
 
 before(ensureBuilt);
 
@@ -73,7 +74,7 @@ test('npm start serves compiled JavaScript, and SIGTERM ends it with 0', async (
   while (answeredAfter === undefined && Date.now() - spawnedAt < 60_000 && npm.exitCode === null) {
     const ok = await fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false);
     if (ok) answeredAfter = Date.now() - spawnedAt;
-    else await new Promise((r) => setTimeout(r, 20));
+    else await sleep(20);
   }
   assert.ok(answeredAfter !== undefined, `no /ping answer:\n${output}`);
   t.diagnostic(`/ping answered ${answeredAfter} ms after spawning npm start`);
