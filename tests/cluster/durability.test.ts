@@ -7,29 +7,21 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
+import type { Change } from '../../src/authz/changes.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
+import { RbacModel, sorted } from '../helpers/rbac-model.ts';
 import { sleep } from '../helpers/wait.ts';
 import { show } from '../helpers/show.ts';
 
-// ---- a small model of one tenant --------------------------------------------------------------
-
-interface RoleState {
-  description: string;
-  perms: Set<string>;
-  members: Set<string>;
-}
+// ---- the tenants written to, each with the reference model of what it acknowledged ---------------
 
 interface Tenant {
   key: string;
-  roles: Map<string, RoleState>;
-  revision: number;
+  model: RbacModel;
 }
 
-const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const sorted = (items: Iterable<string>): string[] => [...new Set(items)].sort(byCodePoint);
-
 function newTenant(server: RunningServer): Tenant {
-  return { key: server.client().key as string, roles: new Map(), revision: 0 };
+  return { key: server.client().key as string, model: new RbacModel() };
 }
 
 /** Why a request got no response (fetch's error and its cause). */
@@ -89,28 +81,25 @@ function expectedStatus(w: Write): number {
   return w.op === 'create' || w.op === 'grant' || w.op === 'add' ? 201 : 200;
 }
 
-function applyToModel(t: Tenant, w: Write): void {
-  const state = t.roles.get(w.role);
+/** The write as the change it commits. */
+function changeOf(w: Write): Change {
   switch (w.op) {
     case 'create':
-      t.roles.set(w.role, { description: w.description, perms: new Set(), members: new Set() });
-      return;
+      return { op: 'role.create', role: w.role, description: w.description };
     case 'delete':
-      t.roles.delete(w.role);
-      return;
+      return { op: 'role.delete', role: w.role };
     case 'grant':
-      state?.perms.add(w.perm);
-      return;
     case 'revoke':
-      state?.perms.delete(w.perm);
-      return;
+      return { op: w.op === 'grant' ? 'permission.grant' : 'permission.revoke', role: w.role, permission: w.perm };
     case 'add':
-      state?.members.add(w.user);
-      return;
     case 'remove':
-      state?.members.delete(w.user);
-      return;
+      return { op: w.op === 'add' ? 'membership.add' : 'membership.remove', role: w.role, user: w.user };
   }
+}
+
+/** Records an acknowledged write in the tenant's model (its revision + 1). */
+function applyToModel(t: Tenant, w: Write): void {
+  t.model.apply(changeOf(w));
 }
 
 function label(w: Write): string {
@@ -121,8 +110,7 @@ function label(w: Write): string {
 async function sequential(c: RbacClient, t: Tenant, writes: readonly Write[]): Promise<void> {
   for (const w of writes) {
     const rev = acked(await send(c, w), expectedStatus(w), label(w));
-    assert.equal(rev, t.revision + 1, `${label(w)}: revision`);
-    t.revision = rev;
+    assert.equal(rev, t.model.revision + 1, `${label(w)}: revision`);
     applyToModel(t, w);
   }
 }
@@ -136,47 +124,37 @@ async function burst(c: RbacClient, t: Tenant, writes: readonly Write[]): Promis
   const revs = results.map((res, i) => acked(res, expectedStatus(writes[i] as Write), label(writes[i] as Write)));
   assert.deepEqual(
     [...revs].sort((a, b) => a - b),
-    Array.from({ length: writes.length }, (_, i) => t.revision + 1 + i),
+    Array.from({ length: writes.length }, (_, i) => t.model.revision + 1 + i),
     'a burst of writes takes consecutive revisions, one each',
   );
-  t.revision += writes.length;
   for (const w of writes) applyToModel(t, w);
 }
 
 /** The server's view of a tenant equals the model, revision included. */
 async function verifyTenant(server: RunningServer, t: Tenant, what: string): Promise<void> {
   const c = server.client(t.key);
+  const m = t.model;
   const roles = await c.listRoles();
   assert.equal(roles.status, 200, `${what}: GET /api/roles ${show(roles)}`);
-  assert.deepEqual(
-    roles.data,
-    sorted(t.roles.keys()).map((role) => ({ role, description: (t.roles.get(role) as RoleState).description })),
-    `${what}: roles`,
-  );
-  assert.equal(roles.revision, t.revision, `${what}: X-Authz-Revision`);
-  const users = new Set<string>();
-  const perms = new Set<string>();
+  assert.deepEqual(roles.data, m.roleList(), `${what}: roles`);
+  assert.equal(roles.revision, m.revision, `${what}: X-Authz-Revision`);
   await Promise.all(
-    [...t.roles].map(async ([role, s]) => {
-      s.members.forEach((u) => users.add(u));
-      s.perms.forEach((p) => perms.add(p));
+    [...m.roles.keys()].map(async (role) => {
       const [rp, mem] = await Promise.all([c.rolePermissions(role), c.members(role)]);
-      assert.deepEqual(rp.data, sorted(s.perms).map((name) => ({ name })), `${what}: GET /api/role_permissions/${role} ${show(rp)}`);
-      assert.deepEqual(mem.data, sorted(s.members).map((user) => ({ user })), `${what}: GET /api/members/${role} ${show(mem)}`);
+      assert.deepEqual(rp.data, m.rolePermissions(role), `${what}: GET /api/role_permissions/${role} ${show(rp)}`);
+      assert.deepEqual(mem.data, m.members(role), `${what}: GET /api/members/${role} ${show(mem)}`);
     }),
   );
   await Promise.all(
-    [...users].map(async (user) => {
+    m.userNames().map(async (user) => {
       const res = await c.userRoles(user);
-      const expected = sorted([...t.roles].filter(([, s]) => s.members.has(user)).map(([r]) => r)).map((role) => ({ role }));
-      assert.deepEqual(res.data, expected, `${what}: GET /api/user_roles/${user} ${show(res)}`);
+      assert.deepEqual(res.data, m.userRoles(user), `${what}: GET /api/user_roles/${user} ${show(res)}`);
     }),
   );
   await Promise.all(
-    [...perms].map(async (perm) => {
+    m.permissionNames().map(async (perm) => {
       const res = await c.whichRolesCan(perm);
-      const expected = sorted([...t.roles].filter(([, s]) => s.perms.has(perm)).map(([r]) => r)).map((role) => ({ role }));
-      assert.deepEqual(res.data, expected, `${what}: GET /api/which_roles_can/${perm} ${show(res)}`);
+      assert.deepEqual(res.data, m.whichRolesCan(perm), `${what}: GET /api/which_roles_can/${perm} ${show(res)}`);
     }),
   );
 }
@@ -258,8 +236,9 @@ test('acknowledged writes (sequential and concurrent) survive SIGKILL right afte
     // The last acknowledged write, then SIGKILL in the same tick.
     const last = await server.client(mixed.key).createRole('last-one', { description: 'acknowledged just before the kill' });
     server.proc.kill('SIGKILL');
-    mixed.revision = acked(last, 201, 'create last-one');
+    const lastRevision = acked(last, 201, 'create last-one');
     applyToModel(mixed, { op: 'create', role: 'last-one', description: 'acknowledged just before the kill' });
+    mixed.model.revision = lastRevision;
     await killNow(server);
     await assertGone(server);
 
@@ -285,8 +264,6 @@ test('acknowledged writes (sequential and concurrent) survive SIGKILL right afte
       acked(res, 201, label(w));
       applyToModel(t, w);
     }
-    mixed.revision += 20;
-    seq.revision += 20;
     await killNow(server);
     await assertGone(server);
 
@@ -335,7 +312,7 @@ async function fireAndKill(server: RunningServer, what: string): Promise<Round> 
     for (const user of users) edges.push({ op: 'add', role, user });
   }
   await burst(c, tenant, edges);
-  const base = tenant.revision;
+  const base = tenant.model.revision;
 
   const newRoles = Array.from({ length: OLD }, (_, i) => `new-${i}`);
   const inflight: Write[] = [];
@@ -421,10 +398,11 @@ async function verifyRound(server: RunningServer, r: Round, diagnostic: (msg: st
   }
   diagnostic(`${what}: ${r.acked.size}/${r.sent} answered before the kill, ${applied} applied, ${presentOld.length} old roles kept`);
   // From now on the tenant's model is what was recovered.
-  r.tenant.roles.clear();
-  for (const role of presentOld) r.tenant.roles.set(role, { description: description(role), perms: new Set(perms), members: new Set(users) });
-  for (const role of presentNew) r.tenant.roles.set(role, { description: description(role), perms: new Set(), members: new Set() });
-  r.tenant.revision = r.base + applied;
+  const recovered = r.tenant.model;
+  recovered.roles.clear();
+  for (const role of presentOld) recovered.roles.set(role, { description: description(role), perms: new Set(perms), members: new Set(users) });
+  for (const role of presentNew) recovered.roles.set(role, { description: description(role), perms: new Set(), members: new Set() });
+  recovered.revision = r.base + applied;
 }
 
 test('writes in flight at SIGKILL are all-or-nothing; every acknowledged one is there', async (t) => {
@@ -458,7 +436,7 @@ test('SIGTERM (two workers) and SIGINT (one): exit code 0, every answered write 
     const tenant = newTenant(server);
     const c = server.client(tenant.key);
     await sequential(c, tenant, sequentialPlan('t1'));
-    const base = tenant.revision;
+    const base = tenant.model.revision;
     const roles = Array.from({ length: 40 }, (_, i) => `term-${String(i).padStart(2, '0')}`);
     const promises = roles.map((role) => c.createRole(role, { description: role }));
     await Promise.race(promises);
@@ -487,14 +465,15 @@ test('SIGTERM (two workers) and SIGINT (one): exit code 0, every answered write 
     for (const role of answered) assert.ok(names.has(role), `${role} was acknowledged before SIGTERM but is missing after restart`);
     const appliedBurst = roles.filter((r) => names.has(r));
     assert.equal(list.revision, base + appliedBurst.length, 'X-Authz-Revision counts exactly the applied writes');
-    for (const role of appliedBurst) tenant.roles.set(role, { description: role, perms: new Set(), members: new Set() });
-    tenant.revision = base + appliedBurst.length;
+    for (const role of appliedBurst) tenant.model.roles.set(role, { description: role, perms: new Set(), members: new Set() });
+    tenant.model.revision = base + appliedBurst.length;
     await verifyTenant(server, tenant, 'after SIGTERM');
 
     // SIGINT: exit 0 and the last acknowledged write kept.
     const last = await server.client(tenant.key).createRole('after-sigint', { description: 'x' });
-    tenant.revision = acked(last, 201, 'create after-sigint');
+    const lastRevision = acked(last, 201, 'create after-sigint');
     applyToModel(tenant, { op: 'create', role: 'after-sigint', description: 'x' });
+    tenant.model.revision = lastRevision;
     const sigintAt = Date.now();
     server.proc.kill('SIGINT');
     assert.equal(await server.exited, 0, `exit code after SIGINT; output tail:\n${server.output().slice(-2000)}`);

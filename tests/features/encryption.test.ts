@@ -20,6 +20,7 @@ import { freshPostgresDatabase, requirePostgres, sharedDatabase } from '../helpe
 import { freePort, runToExit, startServer, tempDir, type RunningServer, type ServerOptions } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
+import { sorted } from '../helpers/rbac-model.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const KEY = 'test-encryption-password';
@@ -159,7 +160,6 @@ async function writeAll(c: RbacClient, n: Names): Promise<void> {
 
 /** Every read route, answered in plaintext; returns what a restart must answer the same. */
 async function readAll(c: RbacClient, n: Names): Promise<unknown> {
-  const byCodePoint = (xs: string[]): string[] => [...xs].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   const roles = await c.listRoles();
   assert.deepEqual(roles.data, [
     { role: n.admins, description: n.adminsDescription },
@@ -168,7 +168,7 @@ async function readAll(c: RbacClient, n: Names): Promise<unknown> {
   assert.deepEqual((await c.rolePermissions(n.admins)).data, [{ name: 'read' }]);
   assert.deepEqual((await c.members(n.admins)).data, n.users.map((user) => ({ user })));
   const teamMembers = await c.all((o) => c.members(n.team, o), 2);
-  assert.deepEqual(teamMembers, byCodePoint(n.teamUsers).map((user) => ({ user })), 'sorted by plaintext, paged');
+  assert.deepEqual(teamMembers, sorted(n.teamUsers).map((user) => ({ user })), 'sorted by plaintext, paged');
   assert.deepEqual((await c.userRoles('alice@example.com')).data, [{ role: n.admins }]);
   assert.deepEqual((await c.userPermissions('alice')).data, [{ name: 'read' }]);
   assert.deepEqual((await c.userPermissions(n.teamUsers[0] as string)).data, [{ name: n.perm }]);

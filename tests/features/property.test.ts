@@ -1,7 +1,8 @@
 /**
  * Model-based property test (docs/api.md §2, §4, §6): random sequences of writes against the real
- * server and against a plain in-test model, then every read route compared with the model,
- * pagination included. Replay a failure with PROPERTY_SEED=<seed> (printed on failure).
+ * server and against the reference model (tests/helpers/rbac-model.ts), then every read route
+ * compared with the model, pagination included. Replay a failure with PROPERTY_SEED=<seed>
+ * (printed on failure).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -162,8 +163,7 @@ async function step(t: Tenant, index: number): Promise<void> {
       if (state !== undefined) {
         expectErr(res, 409, `${what} POST /api/role/${role} (exists)`, key);
       } else {
-        m.revision++;
-        m.roles.set(role, { description, perms: new Set(), members: new Set() });
+        m.apply({ op: 'role.create', role, description });
         const data = expectOk(res, 201, `${what} POST /api/role/${role}`);
         assert.deepEqual(compact(data), compact({ role, description, revision: m.revision }), `${what} POST /api/role/${role} data`);
       }
@@ -175,8 +175,7 @@ async function step(t: Tenant, index: number): Promise<void> {
       if (state === undefined) {
         expectErr(res, 404, `${what} DELETE /api/role/${role} (missing)`, key, role);
       } else {
-        m.revision++;
-        m.roles.delete(role);
+        m.apply({ op: 'role.delete', role });
         const data = expectOk(res, 200, `${what} DELETE /api/role/${role}`);
         assert.deepEqual(
           data,
@@ -197,8 +196,7 @@ async function step(t: Tenant, index: number): Promise<void> {
         if (state === undefined) expectErr(res, 404, `${what} POST ${path} (no role)`, key, role);
         else if (state.perms.has(perm)) expectErr(res, 409, `${what} POST ${path} (granted)`, key);
         else {
-          m.revision++;
-          state.perms.add(perm);
+          m.apply({ op: 'permission.grant', role, permission: perm });
           assert.deepEqual(expectOk(res, 201, `${what} POST ${path}`), { role, permission: perm, revision: m.revision }, `${what} POST ${path} data`);
         }
       } else {
@@ -207,8 +205,7 @@ async function step(t: Tenant, index: number): Promise<void> {
         if (state === undefined) expectErr(res, 404, `${what} DELETE ${path} (no role)`, key, role);
         else if (!state.perms.has(perm)) expectErr(res, 404, `${what} DELETE ${path} (not granted)`, key);
         else {
-          m.revision++;
-          state.perms.delete(perm);
+          m.apply({ op: 'permission.revoke', role, permission: perm });
           assert.deepEqual(expectOk(res, 200, `${what} DELETE ${path}`), { role, permission: perm, revision: m.revision }, `${what} DELETE ${path} data`);
         }
       }
@@ -225,8 +222,7 @@ async function step(t: Tenant, index: number): Promise<void> {
         if (state === undefined) expectErr(res, 404, `${what} POST ${path} (no role)`, key, role);
         else if (state.members.has(user)) expectErr(res, 409, `${what} POST ${path} (member)`, key);
         else {
-          m.revision++;
-          state.members.add(user);
+          m.apply({ op: 'membership.add', user, role });
           assert.deepEqual(expectOk(res, 201, `${what} POST ${path}`), { user, role, revision: m.revision }, `${what} POST ${path} data`);
         }
       } else {
@@ -235,8 +231,7 @@ async function step(t: Tenant, index: number): Promise<void> {
         if (state === undefined) expectErr(res, 404, `${what} DELETE ${path} (no role)`, key, role);
         else if (!state.members.has(user)) expectErr(res, 404, `${what} DELETE ${path} (not a member)`, key);
         else {
-          m.revision++;
-          state.members.delete(user);
+          m.apply({ op: 'membership.remove', user, role });
           assert.deepEqual(expectOk(res, 200, `${what} DELETE ${path}`), { user, role, revision: m.revision }, `${what} DELETE ${path} data`);
         }
       }

@@ -12,11 +12,11 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import type { Change } from '../../src/authz/changes.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import {
   atMs,
-  byCodePoint,
   expectNewestFirst,
   expectRunShape,
   runAtLeast,
@@ -29,6 +29,7 @@ import {
   walkRuns,
   type RunItem,
 } from '../helpers/workflows.ts';
+import { RbacModel } from '../helpers/rbac-model.ts';
 import { show } from '../helpers/show.ts';
 import { sleep } from '../helpers/wait.ts';
 
@@ -50,9 +51,9 @@ after(async () => {
   assert.equal(code, 0, `exit code after SIGTERM\n${server?.output().slice(-1500)}`);
 });
 
-/** The client's roles as the tests changed them, and who held the workflow after each revision. */
-class Model {
-  readonly roles = new Map<string, { perms: Set<string>; members: Set<string> }>();
+/** The client's roles as the tests changed them (the reference model), and who held the workflow after each revision. */
+class Recorder {
+  readonly model = new RbacModel();
   /** After each write, in order: its revision and the holders of the workflow from then on. */
   readonly history: Array<{ revision: number; holders: string[] }> = [{ revision: 0, holders: [] }];
 
@@ -61,28 +62,26 @@ class Model {
     readonly workflow: string,
   ) {}
 
-  /** Sends one write, checks its status and records what it changed; returns its revision. */
-  async write(send: (c: RbacClient) => Promise<ApiResult<{ revision: number }>>, status: number, apply: () => void): Promise<number> {
+  /** Sends one write, checks its status and records the change it made; returns its revision. */
+  async write(send: (c: RbacClient) => Promise<ApiResult<{ revision: number }>>, status: number, change: Change): Promise<number> {
     const res = await send(this.c);
     assert.equal(res.status, status, show(res));
     const revision = res.data?.revision as number;
     assert.equal(typeof revision, 'number', show(res));
-    apply();
+    this.model.apply(change);
     this.history.push({ revision, holders: this.holders() });
     return revision;
   }
 
-  createRole = (role: string): Promise<number> => this.write((c) => c.createRole(role), 201, () => void this.roles.set(role, { perms: new Set(), members: new Set() }));
-  deleteRole = (role: string): Promise<number> => this.write((c) => c.deleteRole(role), 200, () => void this.roles.delete(role));
-  grant = (role: string, perm: string): Promise<number> => this.write((c) => c.grant(role, perm), 201, () => void this.roles.get(role)?.perms.add(perm));
-  revoke = (role: string, perm: string): Promise<number> => this.write((c) => c.revoke(role, perm), 200, () => void this.roles.get(role)?.perms.delete(perm));
-  add = (user: string, role: string): Promise<number> => this.write((c) => c.addMember(user, role), 201, () => void this.roles.get(role)?.members.add(user));
-  remove = (user: string, role: string): Promise<number> => this.write((c) => c.removeMember(user, role), 200, () => void this.roles.get(role)?.members.delete(user));
+  createRole = (role: string): Promise<number> => this.write((c) => c.createRole(role), 201, { op: 'role.create', role, description: '' });
+  deleteRole = (role: string): Promise<number> => this.write((c) => c.deleteRole(role), 200, { op: 'role.delete', role });
+  grant = (role: string, permission: string): Promise<number> => this.write((c) => c.grant(role, permission), 201, { op: 'permission.grant', role, permission });
+  revoke = (role: string, permission: string): Promise<number> => this.write((c) => c.revoke(role, permission), 200, { op: 'permission.revoke', role, permission });
+  add = (user: string, role: string): Promise<number> => this.write((c) => c.addMember(user, role), 201, { op: 'membership.add', user, role });
+  remove = (user: string, role: string): Promise<number> => this.write((c) => c.removeMember(user, role), 200, { op: 'membership.remove', user, role });
 
   holders(): string[] {
-    const users = new Set<string>();
-    for (const r of this.roles.values()) if (r.perms.has(this.workflow)) for (const u of r.members) users.add(u);
-    return [...users].sort(byCodePoint);
+    return this.model.userNamesWith(this.workflow);
   }
 
   /** Who held the workflow at `revision`. */
@@ -106,7 +105,7 @@ class Model {
 
 describe('runs', { concurrency: true }, () => {
   test('the first run comes within about a second and lists every holder as added', async () => {
-    const m = new Model(server.client(), 'release');
+    const m = new Recorder(server.client(), 'release');
     await m.createRole('dev');
     await m.createRole('ops');
     await m.grant('dev', 'release');
@@ -135,7 +134,7 @@ describe('runs', { concurrency: true }, () => {
   });
 
   test('added and removed follow grants, revokes, memberships and a role deletion; replacing keeps the runs', { timeout: 90_000 }, async () => {
-    const m = new Model(server.client(), 'deploy');
+    const m = new Recorder(server.client(), 'deploy');
     await m.createRole('dev');
     await m.createRole('ops');
     await m.grant('dev', 'deploy');

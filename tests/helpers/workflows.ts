@@ -11,6 +11,7 @@ import { TIMESTAMP_RE } from './contract.ts';
 import { rememberSecret } from './leak-record.ts';
 import type { RunningServer } from './server.ts';
 import { descendants } from './processes.ts';
+import { byCodePoint } from './rbac-model.ts';
 import { show } from './show.ts';
 import { sleep } from './wait.ts';
 
@@ -48,7 +49,6 @@ export const WEBHOOK_SECRET_RE = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 const seg = encodeURIComponent;
 /** A request id without the shape of a client key (the leak scan flags any UUID v4 in server output). */
 export const rid = (what: string): string => `${what}-${randomBytes(8).toString('hex')}`;
-export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Epoch ms of a wire timestamp (UTC, 6 fractional digits, no zone); the microseconds are dropped. */
 export function atMs(timestamp: string): number {
