@@ -27,7 +27,6 @@ async function start(workers: number, sqlitePath?: string): Promise<RunningServe
   const t0 = Date.now();
   const server = await startServer({
     env: { AUTH_WORKERS: String(workers), AUTH_LOG_LEVEL: 'debug' },
-    startTimeoutMs: 40_000,
     ...(sqlitePath === undefined ? {} : { sqlitePath }),
   });
   // "listening" comes when every worker reported ready; their own debug line may trail it a little.

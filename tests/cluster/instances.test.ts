@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { freePort, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
+import { freePort, startServers, tempDir, type RunningServer } from '../helpers/server.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { sharedDatabase, type SharedDatabase } from '../helpers/postgres.ts';
 import { requireService } from '../helpers/services.ts';
@@ -23,7 +23,7 @@ function percentile(xs: number[], p: number): number {
 
 async function pair(t: { after: (fn: () => Promise<void>) => void }, db: SharedDatabase, env: Record<string, string>): Promise<[RunningServer, RunningServer]> {
   const common = { ...db.env, AUTH_WORKERS: '2', ...env };
-  const [a, b] = await Promise.all([startServer({ env: common, startTimeoutMs: 40_000 }), startServer({ env: common, startTimeoutMs: 40_000 })]);
+  const [a, b] = (await startServers({ env: common }, { env: common })) as [RunningServer, RunningServer];
   t.after(async () => {
     await Promise.all([a.kill(), b.kill()]);
   });

@@ -33,7 +33,6 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
     return Number(line?.split(' ')[1]);
   };
   const server = await startServer({
-    startTimeoutMs: 40_000,
     env: {
       AUTH_METRICS_PORT: String(metricsPort),
       AUTH_DATABASE_TYPE: 'postgresql',

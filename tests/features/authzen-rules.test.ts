@@ -5,7 +5,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { freePort, startServer, type RunningServer } from '../helpers/server.ts';
+import { freePort, startServers, type RunningServer } from '../helpers/server.ts';
 import type { PdpResult, RbacClient } from '../../src/client/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { sleep } from '../helpers/wait.ts';
@@ -19,15 +19,15 @@ let alice: RbacClient;
 
 before(async () => {
   metricsPort = await freePort();
-  [server, bare] = await Promise.all([
-    startServer({
+  [server, bare] = (await startServers(
+    {
       env: {
         AUTH_AUTHZEN_BASE_URL: BASE, AUTH_AUTHZEN_SUBJECT_TYPES: 'user,identity', AUTH_JWT_SECRET_KEY: SECRET, AUTH_AUDIT_CHECKS: 'true',
         AUTH_MAX_BODY_BYTES: '262144', AUTH_METRICS_PORT: String(metricsPort),
       },
-    }),
-    startServer(),
-  ]);
+    },
+    {},
+  )) as [RunningServer, RunningServer];
   alice = server.client();
   await alice.createRole('reader');
   await alice.grant('reader', 'doc:read');

@@ -17,7 +17,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { RbacClient } from '../../src/client/index.ts';
 import { freshPostgresDatabase, requirePostgres, sharedDatabase } from '../helpers/postgres.ts';
-import { freePort, runToExit, startServer, tempDir, type RunningServer, type ServerOptions } from '../helpers/server.ts';
+import { freePort, runToExit, startServer, startServers, tempDir, type RunningServer, type ServerOptions } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
 import { sorted } from '../helpers/rbac-model.ts';
@@ -27,8 +27,6 @@ const KEY = 'test-encryption-password';
 const ENCRYPTED = { AUTH_ENABLE_ENCRYPTION: 'true', AUTH_ENCRYPTION_KEY: KEY };
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const CHANNEL = 'rbac-gateway:changes:v1';
-/** Generous: a start compiles the service with tsx, slow on a busy machine. */
-const START_MS = 60_000;
 /** docs/operations.md §7: the stored texts of these names under {@link KEY}. */
 const VECTORS: ReadonlyArray<readonly [string, string]> = [
   ['alice', 'INCKN6LjRf9yFtqDdMjIYNcuVYo4'],
@@ -60,7 +58,7 @@ function sqlitePlace(t: TestContext): Place {
   const files = (): Map<string, Buffer> => new Map(readdirSync(tmp.dir).map((f) => [f, readFileSync(join(tmp.dir, f))]));
   return {
     name: 'sqlite',
-    options: (env) => ({ sqlitePath: path, env, startTimeoutMs: START_MS }),
+    options: (env) => ({ sqlitePath: path, env }),
     env: (env) => ({ AUTH_SQLITE_PATH: path, ...env }),
     async cells() {
       const db = new Database(path, { readonly: true });
@@ -99,7 +97,7 @@ async function postgresPlace(t: TestContext): Promise<Place | undefined> {
     (await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`)).rows.map((r) => r.name);
   return {
     name: 'postgresql',
-    options: (env) => ({ env: { ...dbEnv, ...env }, startTimeoutMs: START_MS }),
+    options: (env) => ({ env: { ...dbEnv, ...env } }),
     env: (env) => ({ ...dbEnv, ...env }),
     cells: () =>
       query(async (c) => {
@@ -257,7 +255,7 @@ async function assertNothingInPlaintext(place: Place, n: Names, tag: string, fil
 
 /** A start that must be refused: not 0, one line naming `mention`, the key never shown. */
 async function refusedStart(place: Place, env: Record<string, string>, mention: RegExp): Promise<void> {
-  const { code, output } = await runToExit(place.env({ AUTH_SERVER_PORT: String(await freePort()), AUTH_WORKERS: '1', ...env }), START_MS);
+  const { code, output } = await runToExit(place.env({ AUTH_SERVER_PORT: String(await freePort()), AUTH_WORKERS: '1', ...env }));
   const context = `exit code ${code}, output:\n${output.slice(0, 3000)}`;
   assert.notEqual(code, null, `the service did not stop (killed); ${context}`);
   assert.notEqual(code, 0, context);
@@ -337,7 +335,7 @@ test('two instances on one PostgreSQL and Redis: a write on one is seen on the o
   const db = await sharedDatabase(t);
   if (db === undefined) return;
   const env = { ...db.env, ...ENCRYPTED, AUTH_REDIS_URL: REDIS_URL, AUTH_REVALIDATE_MS: '60000' };
-  const [a, b] = await Promise.all([startServer({ env, startTimeoutMs: START_MS }), startServer({ env, startTimeoutMs: START_MS })]);
+  const [a, b] = (await startServers({ env }, { env })) as [RunningServer, RunningServer];
   t.after(() => Promise.all([a.kill(), b.kill()]).then(() => undefined));
   // strict: 200 only once Redis is subscribed (else 503, where the plain probe says 200 degraded).
   const ready = async (s: RunningServer): Promise<boolean> => (await s.client().ready(true)).status === 200;

@@ -47,11 +47,11 @@ async function pair(t: Parameters<typeof sharedDatabase>[0], env: Record<string,
   if (process.env.AUTH_TEST_DATABASE === 'postgresql') {
     const db = await sharedDatabase(t);
     if (db === undefined) return undefined;
-    options = { env: { ...db.env, AUTH_WORKERS: '2', ...env }, startTimeoutMs: 40_000 };
+    options = { env: { ...db.env, AUTH_WORKERS: '2', ...env } };
   } else {
     const dir = tempDir('rbac-instances-');
     t.after(async () => dir.cleanup());
-    options = { sqlitePath: join(dir.dir, 'rbac.sqlite3'), env: { AUTH_WORKERS: '2', ...env }, startTimeoutMs: 40_000 };
+    options = { sqlitePath: join(dir.dir, 'rbac.sqlite3'), env: { AUTH_WORKERS: '2', ...env } };
   }
   const a = await startServer(options);
   t.after(() => a.kill());
@@ -72,7 +72,7 @@ async function visibleAfter(server: RunningServer, key: string, role: string, si
 
 test('4 workers: a flood of unknown keys hydrates nothing and caches nothing; each first write is seen at once by every worker', { timeout: 120_000 }, async (t) => {
   const metricsPort = await freePort();
-  const server = await startServer({ env: { AUTH_WORKERS: '4', AUTH_METRICS_PORT: String(metricsPort) }, startTimeoutMs: 60_000 });
+  const server = await startServer({ env: { AUTH_WORKERS: '4', AUTH_METRICS_PORT: String(metricsPort) } });
   t.after(() => server.kill());
   const real = randomUUID();
   await createRole(server, real, 'ops');

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { sharedDatabase } from '../helpers/postgres.ts';
-import { startServer, type RunningServer } from '../helpers/server.ts';
+import { startServers, type RunningServer } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { startReceiver, verified, type Receiver } from '../helpers/webhook-receiver.ts';
 import { atMs, crash, expectNewestFirst, runs, scheduled, waitForRuns, type RunItem } from '../helpers/workflows.ts';
@@ -68,12 +68,10 @@ test('two instances on one database: each run once and on time; the lease holder
   const receiver = await startReceiver();
   t.after(() => receiver.close());
   const env = { ...db.env, AUTH_REDIS_URL: REDIS_URL, AUTH_WORKERS: '1', AUTH_WORKFLOW_MIN_INTERVAL_SECONDS: '1', AUTH_WEBHOOK_ALLOWED_HOSTS: receiver.host };
-  const started = await Promise.allSettled([startServer({ env, startTimeoutMs: 40_000 }), startServer({ env, startTimeoutMs: 40_000 })]);
-  const servers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const servers = await startServers({ env }, { env });
   t.after(async () => {
     await Promise.all(servers.map((s) => s.kill()));
   });
-  for (const s of started) if (s.status === 'rejected') throw s.reason;
   const [a, b] = servers as [RunningServer, RunningServer];
 
   const key = randomUUID();

@@ -14,13 +14,6 @@ import { existsSync } from 'node:fs';
 import { freshPostgresDatabase, requirePostgres } from '../helpers/postgres.ts';
 import { freePort, ROOT, runToExit, startServer, tempDir } from '../helpers/server.ts';
 
-/**
- * Each server compiles the sources through tsx as it starts; on a busy machine, and on a Node.js
- * whose compile cache is still cold (CI's Node 22 and 24 runs), two workers doing that at once
- * took longer than the helper's default 20 s.
- */
-const START_TIMEOUT_MS = 60_000;
-
 /** Only the bundled 20.30 build carries a JavaScript imitation of itself. */
 const noJsFallback = existsSync(`${ROOT}/node_modules/uWebSockets.js/src/fallback`) ? undefined : 'this uWebSockets.js release has no JavaScript fallback';
 
@@ -60,7 +53,7 @@ function engineLine(output: string): { engine: string; reason: string } {
 }
 
 test('auto: the start-up line and /version name the same engine; every worker runs it', async (t) => {
-  const server = await startServer({ env: { AUTH_HTTP_ENGINE: 'auto', AUTH_WORKERS: '2' }, startTimeoutMs: START_TIMEOUT_MS });
+  const server = await startServer({ env: { AUTH_HTTP_ENGINE: 'auto', AUTH_WORKERS: '2' } });
   t.after(() => server.stop());
   const line = engineLine(server.output());
   assert.match(line.reason, /^AUTH_HTTP_ENGINE=auto and /);
@@ -76,7 +69,7 @@ test('auto: the start-up line and /version name the same engine; every worker ru
 });
 
 test('auto never runs the JavaScript fallback of uWebSockets.js: node:http serves instead', { skip: noJsFallback }, async (t) => {
-  const server = await startServer({ env: { AUTH_HTTP_ENGINE: 'auto', UWS_USE_FALLBACK: '1' }, startTimeoutMs: START_TIMEOUT_MS });
+  const server = await startServer({ env: { AUTH_HTTP_ENGINE: 'auto', UWS_USE_FALLBACK: '1' } });
   t.after(() => server.stop());
   const line = engineLine(server.output());
   assert.equal(line.engine, 'node');
@@ -96,7 +89,6 @@ test('auto where no native build loads: node:http serves, and the reason says wh
   const database = await freshPostgresDatabase(t);
   const server = await startServer({
     env: { AUTH_HTTP_ENGINE: 'auto', NODE_OPTIONS: '--no-addons', AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: database.url },
-    startTimeoutMs: START_TIMEOUT_MS,
   });
   t.after(() => server.stop());
   const line = engineLine(server.output());

@@ -116,7 +116,7 @@ async function scrape(): Promise<string> {
 
 before(async () => {
   metricsPort = await freePort();
-  server = await startServer({ env: { AUTH_WORKERS: '4', AUTH_METRICS_PORT: String(metricsPort) }, startTimeoutMs: 60_000 });
+  server = await startServer({ env: { AUTH_WORKERS: '4', AUTH_METRICS_PORT: String(metricsPort) } });
 });
 after(() => server.stop());
 

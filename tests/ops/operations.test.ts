@@ -17,7 +17,7 @@ import { AccessLog, type AccessSeries } from '../../src/log/access.ts';
 import type { Logger } from '../../src/log/index.ts';
 import { rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-record.ts';
-import { engineEnv, freePort, ROOT, runToExit, tempDir } from '../helpers/server.ts';
+import { engineEnv, freePort, ROOT, runToExit, START_TIMEOUT_MS, tempDir } from '../helpers/server.ts';
 import { sleep } from '../helpers/wait.ts';
 
 
@@ -89,7 +89,7 @@ async function startOnce(t: { after(fn: () => unknown): void }, extra: Record<st
   const started = Date.now();
   while (!/"msg":"listening"/.test(out)) {
     if (proc.exitCode !== null) throw new Error(`exited before listening (code ${proc.exitCode}):\n${out}${err}`);
-    if (Date.now() - started > 20_000) throw new Error(`did not listen within 20 s:\n${out}${err}`);
+    if (Date.now() - started > START_TIMEOUT_MS) throw new Error(`did not listen within ${START_TIMEOUT_MS} ms:\n${out}${err}`);
     await sleep(25);
   }
   return { port, pid, stdout: () => out, stderr: () => err, exited };

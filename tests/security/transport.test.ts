@@ -79,7 +79,7 @@ describe('transport limits', { concurrency: true }, () => {
   for (const { name: engine, skip } of ENGINES) describe(`on ${engine}`, { concurrency: true, skip }, () => {
     let server: RunningServer;
     before(async () => {
-      server = await startServer({ env: { AUTH_HTTP_ENGINE: engine }, startTimeoutMs: 60_000 });
+      server = await startServer({ env: { AUTH_HTTP_ENGINE: engine } });
     });
     after(async () => {
       assert.equal(server.proc.exitCode, null, `the server is still running:\n${server.output()}`);
