@@ -134,10 +134,10 @@ status=0
 for line in node24 node22; do
   if [[ $line == node24 ]]; then
     node_line node24 "$NODE24_VERSION" "$NODE24_INTEGRITY" "$NODE24_SHA256"
-    suites='tests/contract/meta.test.ts tests/contract/bad-bodies.test.ts tests/ops/engine.test.ts tests/security/transport.test.ts'
+    suites="${ROUTE_SUITES[*]} ${BAD_INPUT_SUITES[*]} tests/ops/engine.test.ts tests/security/transport.test.ts"
   else
     node_line node22 "$NODE22_VERSION" "$NODE22_INTEGRITY" "$NODE22_SHA256"
-    suites='tests/contract/meta.test.ts tests/ops/engine.test.ts'
+    suites="${ROUTE_SUITES[*]} tests/ops/engine.test.ts"
   fi
   in_root 'node -p "\"uWebSockets.js \" + require(\"./node_modules/uWebSockets.js/package.json\").version + \", native: \" + String(require(\"uWebSockets.js\").App).includes(\"[native code]\")"' 
   if [[ $line == node24 ]]; then

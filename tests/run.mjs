@@ -7,6 +7,20 @@ import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { reportLeaks, scanLeaks } from './security/leaks.mjs';
 
+// The black-box contract of the routes (docs/api.md), by resource, and the bad input suites: the
+// runs again on PostgreSQL and on node:http below take every part of them.
+const routeContract = [
+  'tests/contract/meta.test.ts',
+  'tests/contract/clients.test.ts',
+  'tests/contract/roles.test.ts',
+  'tests/contract/permissions.test.ts',
+  'tests/contract/users.test.ts',
+  'tests/contract/checks.test.ts',
+  'tests/contract/lists.test.ts',
+  'tests/contract/names.test.ts',
+];
+const badInput = ['tests/contract/bad-bodies.test.ts'];
+
 const files = [
   'tests/unit/authz/graph.test.ts',
   'tests/unit/authz/write-rules.test.ts',
@@ -40,8 +54,8 @@ const files = [
   'tests/integration/store/created.test.ts',
   'tests/integration/store/audit.test.ts',
   'tests/integration/store/workflow.test.ts',
-  'tests/contract/meta.test.ts',
-  'tests/contract/bad-bodies.test.ts',
+  ...routeContract,
+  ...badInput,
   'tests/features/property.test.ts',
   'tests/ops/bench.test.ts',
   'tests/cluster/durability.test.ts',
@@ -77,14 +91,14 @@ const files = [
 // suite must hold whatever the store. Skipped (said so) when PostgreSQL is not reachable, failed
 // instead under AUTH_TEST_REQUIRE_SERVICES=1. One file on PostgreSQL by hand:
 // AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/contract/meta.test.ts
-const onPostgres = ['tests/contract/meta.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts'];
+const onPostgres = [...routeContract, ...badInput, 'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts'];
 
 // And again on the other HTTP engine: the default here (`auto`) is uWebSockets.js where its
 // native build loads; these suites then run on node:http, so that any difference between the
 // engines is a failing test. One file on one engine by hand:
 // AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/contract/meta.test.ts
 const onOtherEngine = [
-  'tests/contract/meta.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/cluster/consistency.test.ts', 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
+  ...routeContract, ...badInput, 'tests/cluster/consistency.test.ts', 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
   'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts',
 ];
 
