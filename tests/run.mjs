@@ -19,7 +19,7 @@ const routeContract = [
   'tests/contract/lists.test.ts',
   'tests/contract/names.test.ts',
 ];
-const badInput = ['tests/contract/bad-bodies.test.ts'];
+const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
 
 const files = [
   'tests/unit/authz/graph.test.ts',

@@ -18,16 +18,24 @@ export interface ContractServer {
   anon(): RbacClient;
 }
 
+export interface ContractServerOptions {
+  /** Whether the server must stop with exit code 0 (default true). */
+  exitCodeChecked?: boolean;
+  /** What the suite writes before its first test, in the same hook: root-level before hooks of one file run concurrently. */
+  prepare?: (server: RunningServer) => Promise<void>;
+}
+
 /**
- * Registers the hooks of a contract suite: its server started with `options` before the first
- * test, stopped after the last (and then, unless told otherwise, with exit code 0).
+ * Registers the hooks of a contract suite: its server started with `options` (and `prepare` run)
+ * before the first test, stopped after the last (and then, unless told otherwise, with exit code 0).
  */
-export function contractServer(options: ServerOptions = {}, { exitCodeChecked = true } = {}): ContractServer {
+export function contractServer(options: ServerOptions = {}, { exitCodeChecked = true, prepare }: ContractServerOptions = {}): ContractServer {
   let running: RunningServer | undefined;
   before(async () => {
     running = await startServer(options);
     contract = await OpenApiContract.load(running.baseUrl);
     running.observeResponses(contract.observe);
+    await prepare?.(running);
   });
   after(async () => {
     if (running !== undefined) {
