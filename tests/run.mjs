@@ -21,6 +21,9 @@ const routeContract = [
 ];
 const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
 
+// Multi-process mode, by topic (tests/cluster/): the run again on node:http takes every part.
+const clusterModes = ['tests/cluster/consistency.test.ts', 'tests/cluster/worker-failure.test.ts', 'tests/cluster/shutdown.test.ts', 'tests/cluster/change-feed.test.ts'];
+
 const files = [
   'tests/unit/authz/graph.test.ts',
   'tests/unit/authz/write-rules.test.ts',
@@ -59,7 +62,7 @@ const files = [
   'tests/features/property.test.ts',
   'tests/ops/bench.test.ts',
   'tests/cluster/durability.test.ts',
-  'tests/cluster/consistency.test.ts',
+  ...clusterModes,
   'tests/unit/store/resilience.test.ts',
   'tests/cluster/instances.test.ts',
   'tests/features/unknown-clients.test.ts',
@@ -98,7 +101,7 @@ const onPostgres = [...routeContract, ...badInput, 'tests/features/authzen-rules
 // engines is a failing test. One file on one engine by hand:
 // AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/contract/meta.test.ts
 const onOtherEngine = [
-  ...routeContract, ...badInput, 'tests/cluster/consistency.test.ts', 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
+  ...routeContract, ...badInput, ...clusterModes, 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
   'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts',
 ];
 
