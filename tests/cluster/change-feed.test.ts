@@ -12,7 +12,7 @@ import { show } from '../helpers/show.ts';
 
 // ---- 6. /api/changes validation and paging ---------------------------------------------------------
 
-test('6. /api/changes (2 workers): since must be a non-negative integer; limit=1 pages through every revision', { timeout: 60_000 }, async () => {
+test('6. /api/changes (2 workers): since must be a non-negative integer; limit=1 pages through every revision', { timeout: 120_000 }, async () => {
   const server = await start(2);
   try {
     const key = randomUUID();

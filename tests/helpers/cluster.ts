@@ -23,7 +23,7 @@ export async function start(workers: number, sqlitePath?: string): Promise<Runni
     ...(sqlitePath === undefined ? {} : { sqlitePath }),
   });
   // "listening" comes when every worker reported ready; their own debug line may trail it a little.
-  await waitUntil(`${workers} "worker ready" log lines`, () => (readyPids(server).length >= workers ? true : undefined), { timeoutMs: 10_000 });
+  await waitUntil(`${workers} "worker ready" log lines`, () => (readyPids(server).length >= workers ? true : undefined));
   startTimes.push(Date.now() - t0);
   return server;
 }
