@@ -21,6 +21,10 @@ import { freePort, ROOT } from '../../helpers/server.ts';
 import { postgresBackend, postgresUrlOf, sqliteBackend, sqlitePathOf, writeOne, type StoreBackend } from '../../helpers/store-backends.ts';
 import { randomTenant } from '../../helpers/tenants.ts';
 import { isTransient } from '../../helpers/transient.ts';
+// The other topics of the suite, registering their cases as they load.
+import './cases/audit.ts';
+import './cases/created.ts';
+import './cases/workflow.ts';
 
 const tenant = randomTenant;
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/;

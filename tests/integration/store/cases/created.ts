@@ -7,11 +7,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import type { TenantId } from '../../../src/authz/tenant.ts';
-import { openStore, type StoreSettings } from '../../../src/store/index.ts';
-import type { Store } from '../../../src/store/port.ts';
-import { postgresBackend, postgresUrlOf, sqliteBackend, writeOne, type StoreBackend } from '../../helpers/store-backends.ts';
-import { randomTenant } from '../../helpers/tenants.ts';
+import type { TenantId } from '../../../../src/authz/tenant.ts';
+import { openStore, type StoreSettings } from '../../../../src/store/index.ts';
+import type { Store } from '../../../../src/store/port.ts';
+import { postgresBackend, postgresUrlOf, sqliteBackend, writeOne, type StoreBackend } from '../../../helpers/store-backends.ts';
+import { randomTenant } from '../../../helpers/tenants.ts';
 
 const ROLE = { op: 'role.create', role: 'r', description: '' } as const;
 

@@ -9,16 +9,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { AuditOfWrite, AuditPosition, AuditRecord } from '../../../src/audit/record.ts';
-import type { Change } from '../../../src/authz/changes.ts';
-import type { TenantId } from '../../../src/authz/tenant.ts';
-import { DecryptionError, FieldCipher } from '../../../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../../../src/store/wrappers/encrypted.ts';
-import { encryptedMark, PLAINTEXT_MARK } from '../../../src/store/encryption-mark.ts';
-import { openStore, type StoreSettings } from '../../../src/store/index.ts';
-import type { Store } from '../../../src/store/port.ts';
-import { postgresBackend, rawCells, sqliteBackend, writeOne, type StoreBackend } from '../../helpers/store-backends.ts';
-import { randomTenant as tenant } from '../../helpers/tenants.ts';
+import type { AuditOfWrite, AuditPosition, AuditRecord } from '../../../../src/audit/record.ts';
+import type { Change } from '../../../../src/authz/changes.ts';
+import type { TenantId } from '../../../../src/authz/tenant.ts';
+import { DecryptionError, FieldCipher } from '../../../../src/crypto/field-cipher.ts';
+import { EncryptedStore } from '../../../../src/store/wrappers/encrypted.ts';
+import { encryptedMark, PLAINTEXT_MARK } from '../../../../src/store/encryption-mark.ts';
+import { openStore, type StoreSettings } from '../../../../src/store/index.ts';
+import type { Store } from '../../../../src/store/port.ts';
+import { postgresBackend, rawCells, sqliteBackend, writeOne, type StoreBackend } from '../../../helpers/store-backends.ts';
+import { randomTenant as tenant } from '../../../helpers/tenants.ts';
 
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}$/;
 const KEY = 'test-encryption-password';

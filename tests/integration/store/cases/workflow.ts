@@ -10,16 +10,16 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import type { AuditRecord } from '../../../src/audit/record.ts';
-import type { Change } from '../../../src/authz/changes.ts';
-import type { TenantId } from '../../../src/authz/tenant.ts';
-import { FieldCipher } from '../../../src/crypto/field-cipher.ts';
-import { EncryptedStore } from '../../../src/store/wrappers/encrypted.ts';
-import { openStore, type StoreSettings } from '../../../src/store/index.ts';
-import type { Store } from '../../../src/store/port.ts';
-import type { RunEntry, ScheduleInput } from '../../../src/workflow/records.ts';
-import { postgresBackend, rawCells, sqliteBackend, type StoreBackend } from '../../helpers/store-backends.ts';
-import { randomTenant as tenant } from '../../helpers/tenants.ts';
+import type { AuditRecord } from '../../../../src/audit/record.ts';
+import type { Change } from '../../../../src/authz/changes.ts';
+import type { TenantId } from '../../../../src/authz/tenant.ts';
+import { FieldCipher } from '../../../../src/crypto/field-cipher.ts';
+import { EncryptedStore } from '../../../../src/store/wrappers/encrypted.ts';
+import { openStore, type StoreSettings } from '../../../../src/store/index.ts';
+import type { Store } from '../../../../src/store/port.ts';
+import type { RunEntry, ScheduleInput } from '../../../../src/workflow/records.ts';
+import { postgresBackend, rawCells, sqliteBackend, type StoreBackend } from '../../../helpers/store-backends.ts';
+import { randomTenant as tenant } from '../../../helpers/tenants.ts';
 
 /** 2030-01-01T00:00:00Z: the tests' clock starts here, far from the real one. */
 const T0 = Date.UTC(2030, 0, 1);
