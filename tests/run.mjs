@@ -54,6 +54,8 @@ const files = [
   'tests/unit/primary/hub.test.ts',
   'tests/unit/invalidation/ipc.test.ts',
   'tests/integration/store/conformance.test.ts',
+  'tests/integration/store/sqlite-only.test.ts',
+  'tests/integration/store/postgres-only.test.ts',
   ...routeContract,
   ...badInput,
   'tests/features/property.test.ts',
