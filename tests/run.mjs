@@ -74,6 +74,8 @@ const files = [
   'tests/unit/workflow/webhook.test.ts',
   'tests/unit/workflow/allowed-hosts.test.ts',
   'tests/features/tokens.test.ts',
+  'tests/features/token-scopes.test.ts',
+  'tests/features/token-secrets.test.ts',
   'tests/features/audit.test.ts',
   'tests/regressions/audit-order.test.ts',
   'tests/features/workflows.test.ts',

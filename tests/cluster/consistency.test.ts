@@ -9,8 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { changeOf, start, startTimes, warnings, answeredBy, freshGet, opKey, expectedStatus, sendOp, entryKey, allChanges, assertGapless, errorCode, type Op } from '../helpers/cluster.ts';
-import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
+import { changeOf, start, startTimes, warnings, freshGet, opKey, expectedStatus, sendOp, entryKey, allChanges, assertGapless, errorCode, type Op } from '../helpers/cluster.ts';
+import { answeredBy, rawRequest, type RawResult } from '../helpers/raw-http.ts';
 import { RbacModel, sorted } from '../helpers/rbac-model.ts';
 import { show } from '../helpers/show.ts';
 

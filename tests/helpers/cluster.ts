@@ -81,12 +81,6 @@ export function alive(pid: number): boolean {
   }
 }
 
-/** The process-unique prefix of a generated X-Request-Id: tells which worker answered (diagnostics only). */
-export function answeredBy(res: RawResult): string {
-  const id = res.headers['x-request-id'];
-  return typeof id === 'string' ? (id.split('-')[0] ?? id) : '?';
-}
-
 /** A GET on a brand-new TCP connection, retried (bounded) on connection errors, which are counted. */
 export async function freshGet<T>(port: number, key: string, path: string, errors?: string[], attempts = 4): Promise<RawResult<T>> {
   let last: unknown;

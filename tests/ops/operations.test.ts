@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
 import { AccessLog, type AccessSeries } from '../../src/log/access.ts';
 import type { Logger } from '../../src/log/index.ts';
-import { rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
+import { answeredBy, rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-record.ts';
 import { engineEnv, freePort, ROOT, runToExit, START_TIMEOUT_MS, tempDir } from '../helpers/server.ts';
 import { sleep } from '../helpers/wait.ts';
@@ -95,8 +95,6 @@ async function startOnce(t: { after(fn: () => unknown): void }, extra: Record<st
   return { port, pid, stdout: () => out, stderr: () => err, exited };
 }
 
-/** The process that answered: the prefix of an X-Request-Id it generated (one per process). */
-const answeredBy = (res: RawResult): string => String(res.headers['x-request-id'] ?? '').split('-')[0] ?? '';
 
 /** The service's stdout as parsed lines. */
 function logLines(s: Service): Array<Record<string, unknown>> {
