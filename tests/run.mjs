@@ -77,6 +77,7 @@ const files = [
   'tests/features/token-scopes.test.ts',
   'tests/features/token-secrets.test.ts',
   'tests/features/audit.test.ts',
+  'tests/features/audit-retention.test.ts',
   'tests/regressions/audit-order.test.ts',
   'tests/features/workflows.test.ts',
   'tests/features/workflow-runs.test.ts',

@@ -10,7 +10,7 @@ import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { RbacModel, sorted } from '../helpers/rbac-model.ts';
-import { sleep } from '../helpers/wait.ts';
+import { assertGone } from '../helpers/processes.ts';
 import { show } from '../helpers/show.ts';
 
 // ---- the tenants written to, each with the reference model of what it acknowledged ---------------
@@ -163,23 +163,6 @@ async function verifyTenant(server: RunningServer, t: Tenant, what: string): Pro
 async function killNow(server: RunningServer): Promise<void> {
   server.proc.kill('SIGKILL');
   await server.exited;
-}
-
-/** After the service was killed, nothing of it answers on its port any more (no orphaned workers). */
-async function assertGone(server: RunningServer): Promise<void> {
-  const deadline = Date.now() + 3000;
-  for (;;) {
-    let answered = false;
-    try {
-      const res = await fetch(`${server.baseUrl}/ping`, { signal: AbortSignal.timeout(500) });
-      await res.text();
-      answered = true;
-    } catch {
-      return;
-    }
-    if (answered && Date.now() > deadline) assert.fail(`port ${server.port} still answers after the service process was killed`);
-    await sleep(100);
-  }
 }
 
 // ---- the writes -------------------------------------------------------------------------------

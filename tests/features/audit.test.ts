@@ -1,34 +1,20 @@
 /**
- * The audit trail (docs/api.md §11, §3 credentials), black-box against the real
- * service: a row for every authenticated POST and DELETE but `/api/check`, whatever its outcome
- * (a successful write's row commits with the write, with its revision; failed ones follow the
- * answer), reads only with AUTH_AUDIT_CHECKS, newest first and paged, scoped to the client; no
- * acknowledged row lost to SIGKILL of every process; retention deleting old rows. The SQLite-only
- * cases (crash, retention) are skipped when the suite runs on PostgreSQL.
+ * The audit trail (docs/api.md §11, §3 credentials), black-box against the real service: a row for
+ * every authenticated POST and DELETE but `/api/check`, whatever its outcome (a successful write's
+ * row commits with the write, with its revision; failed ones follow the answer), tokens' rows
+ * naming the token, reads only with AUTH_AUDIT_CHECKS, newest first and paged, scoped to the
+ * client. Crashes and retention are in audit-retention.test.ts.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { RbacClient, type ApiResult, type PageOptions } from '../../src/client/index.ts';
-import { TIMESTAMP_RE } from '../helpers/contract.ts';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { RbacClient, type ApiResult } from '../../src/client/index.ts';
+import { auditAll, auditPage, expectRow, keyCredential, rid, rowOf, waitForRows, type AuditItem, type Expected } from '../helpers/audit.ts';
 import { decodeJwt } from '../helpers/jwt.ts';
-import type { AuditRow } from '../../src/client/index.ts';
-import { rememberSecret, startServer, tempDir, type RunningServer } from '../helpers/server.ts';
-import { descendants } from '../helpers/processes.ts';
-import { prepared } from '../../src/store/sqlite/prepared.ts';
-import { sleep } from '../helpers/wait.ts';
+import { rememberSecret, startServers, type RunningServer } from '../helpers/server.ts';
 import { show } from '../helpers/show.ts';
 
-const ON_POSTGRES = process.env.AUTH_TEST_DATABASE === 'postgresql';
-const SQLITE_ONLY = ON_POSTGRES ? 'a SQLite file case: it runs in the SQLite pass' : false;
 const SECRET = randomBytes(36).toString('base64url');
-/** How long a row recorded after its answer may take to show (batched, ~50 ms on an idle server). */
-const AFTER_ANSWER_MS = 2000;
-
-type AuditItem = AuditRow;
 
 let server: RunningServer;
 /** The same service with AUTH_AUDIT_CHECKS=true and without a token secret. */
@@ -36,90 +22,16 @@ let checking: RunningServer;
 
 before(async () => {
   // Both at once: start-ups are most of this file's time.
-  const started = await Promise.allSettled([
-    startServer({ env: { AUTH_JWT_SECRET_KEY: SECRET, AUTH_MAX_BODY_BYTES: '1024', AUTH_WORKERS: '1' } }),
-    startServer({ env: { AUTH_AUDIT_CHECKS: 'true', AUTH_WORKERS: '1' } }),
-  ]);
-  const failed = started.find((s) => s.status === 'rejected');
-  if (failed !== undefined) {
-    for (const s of started) if (s.status === 'fulfilled') await s.value.kill();
-    throw failed.reason;
-  }
-  [server, checking] = started.map((s) => (s as PromiseFulfilledResult<RunningServer>).value) as [RunningServer, RunningServer];
+  [server, checking] = (await startServers(
+    { env: { AUTH_JWT_SECRET_KEY: SECRET, AUTH_MAX_BODY_BYTES: '1024', AUTH_WORKERS: '1' } },
+    { env: { AUTH_AUDIT_CHECKS: 'true', AUTH_WORKERS: '1' } },
+  )) as [RunningServer, RunningServer];
 });
 
 after(async () => {
   const codes = await Promise.all([server, checking].map((s) => s?.stop()));
   assert.deepEqual(codes, [0, 0], `exit codes after SIGTERM\n${server?.output().slice(-1000)}\n${checking?.output().slice(-1000)}`);
 });
-
-// ---- helpers ------------------------------------------------------------------------------------
-
-const rid = (what: string): string => `${what}-${randomUUID()}`;
-
-/** `key:` and the first 12 hex of SHA-256 of the lower-cased key. */
-const keyCredential = (key: string): string => `key:${createHash('sha256').update(key.toLowerCase()).digest('hex').slice(0, 12)}`;
-
-function auditPage(c: RbacClient, options: PageOptions = {}): Promise<ApiResult<AuditItem[]>> {
-  const query = new URLSearchParams();
-  if (options.limit !== undefined) query.set('limit', String(options.limit));
-  if (options.cursor !== undefined) query.set('cursor', options.cursor);
-  const qs = query.toString();
-  return c.request<AuditItem[]>('GET', qs.length > 0 ? `/api/audit?${qs}` : '/api/audit', options);
-}
-
-/** The client's whole trail, newest first, walked in pages. */
-function auditAll(c: RbacClient, limit = 1000): Promise<AuditItem[]> {
-  return c.all((o) => auditPage(c, o), limit);
-}
-
-/** Polls the trail until a row of each request id is there; fails after `timeoutMs`. */
-async function waitForRows(c: RbacClient, requestIds: readonly string[], timeoutMs = AFTER_ANSWER_MS): Promise<AuditItem[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const rows = await auditAll(c);
-    const seen = new Set(rows.map((r) => r.request_id));
-    const missing = requestIds.filter((id) => !seen.has(id));
-    if (missing.length === 0) return rows;
-    if (Date.now() > deadline) {
-      assert.fail(`no audit row within ${timeoutMs} ms for ${missing.length} request(s): ${missing.slice(0, 5).join(', ')}\nrows: ${JSON.stringify(rows).slice(0, 1500)}`);
-    }
-    await sleep(50);
-  }
-}
-
-/** The one row of `requestId` among `rows`. */
-function rowOf(rows: readonly AuditItem[], requestId: string): AuditItem {
-  const found = rows.filter((r) => r.request_id === requestId);
-  assert.equal(found.length, 1, `rows of request ${requestId}: ${JSON.stringify(found)}`);
-  return found[0] as AuditItem;
-}
-
-interface Expected {
-  action: string;
-  resource: string;
-  status: number;
-  credential: string;
-  revision?: number;
-}
-
-/** A row with exactly the contract's fields, as expected, recorded between `from` and now. */
-function expectRow(row: AuditItem, want: Expected, from: number): void {
-  const where = JSON.stringify(row);
-  const keys = ['action', 'credential', 'id', 'ip', 'request_id', 'resource', 'status', 'timestamp'];
-  if (want.revision !== undefined) keys.push('revision');
-  assert.deepEqual(Object.keys(row).sort(), keys.sort(), `fields of ${where} (revision only on a successful write)`);
-  assert.ok(Number.isInteger(row.id) && row.id > 0, `id: ${where}`);
-  assert.match(row.timestamp, TIMESTAMP_RE, `timestamp: UTC, 6 fractional digits, no zone: ${where}`);
-  const at = Date.parse(`${row.timestamp}Z`);
-  assert.ok(at >= from - 2000 && at <= Date.now() + 2000, `timestamp ${row.timestamp} is not the time of the request (${new Date(from).toISOString()})`);
-  assert.equal(row.action, want.action, `action: ${where}`);
-  assert.equal(row.resource, want.resource, `resource: ${where}`);
-  assert.equal(row.status, want.status, `status: ${where}`);
-  assert.equal(row.credential, want.credential, `credential: ${where}`);
-  assert.equal(row.ip, '127.0.0.1', `ip: ${where}`);
-  if (want.revision !== undefined) assert.equal(row.revision, want.revision, `revision: ${where}`);
-}
 
 /** A client of `on` whose credential is `token`. */
 function withToken(on: RunningServer, token: string): RbacClient {
@@ -390,210 +302,3 @@ test('with AUTH_AUDIT_CHECKS=true, GET routes and POST /api/check are read rows;
     if (row.resource === '/api/audit') assert.equal(row.action, 'read', JSON.stringify(row));
   }
 });
-
-// ---- durability and retention (SQLite file) -----------------------------------------------------
-
-test('SIGKILL of every process (2 workers) while writes are in flight loses no acknowledged row', { skip: SQLITE_ONLY }, async (t) => {
-  const tmp = tempDir('rbac-audit-');
-  const sqlitePath = join(tmp.dir, 'rbac.sqlite3');
-  let srv = await startServer({ sqlitePath, env: { AUTH_WORKERS: '2' } });
-  try {
-    const key = randomUUID();
-    const c = srv.client(key);
-    const acked = new Map<string, { role: string; revision: number }>();
-    const unexpected: string[] = [];
-    let sent = 0;
-    let killed = false;
-    let victims: number[] = [];
-    const deadline = Date.now() + 2000;
-    const lane = async (n: number): Promise<void> => {
-      for (let i = 0; !killed; i++) {
-        const role = `crash-${n}-${i}`;
-        const requestId = rid(role);
-        sent++;
-        let res: ApiResult<{ revision: number }>;
-        try {
-          res = await c.createRole(role, undefined, { requestId });
-        } catch (err) {
-          // No answer: the service is gone, or (a failure of its own) dropped a request while running.
-          if (!killed) unexpected.push(`${role}: no answer before the kill (${err instanceof Error ? err.message : String(err)})`);
-          return;
-        }
-        if (res.status === 201 && typeof res.data?.revision === 'number') acked.set(requestId, { role, revision: res.data.revision });
-        else unexpected.push(`${role}: ${show(res)}`);
-        // SIGKILL right after an acknowledgement (no await in between), the other lanes in flight.
-        if (!killed && Date.now() >= deadline) {
-          killed = true;
-          victims = killAll(srv);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: 8 }, (_, n) => lane(n)));
-    if (!killed) {
-      killed = true;
-      victims = killAll(srv);
-    }
-    await srv.exited;
-    await assertGone(srv, victims);
-    assert.deepEqual(unexpected, [], 'every write before the kill succeeds');
-    assert.ok(acked.size >= 8, `only ${acked.size} writes acknowledged in 2 s`);
-    assert.ok(victims.length >= 2, `the two workers were killed too (found ${victims.length} child processes)`);
-
-    srv = await startServer({ sqlitePath, env: { AUTH_WORKERS: '1' } });
-    const back = srv.client(key);
-    const rows = await auditAll(back, 500);
-    const changes = await back.all((o) => {
-      const q = new URLSearchParams({ since: '0', limit: String(o.limit ?? 500) });
-      if (o.cursor !== undefined) q.set('cursor', o.cursor);
-      return back.request<Array<{ revision: number; op: string; role: string }>>('GET', `/api/changes?${q.toString()}`);
-    }, 500);
-    t.diagnostic(`${sent} writes sent, ${acked.size} acknowledged, ${changes.length} committed, ${rows.length} audit rows; SIGKILL to the primary and ${victims.length} child processes`);
-
-    for (const [requestId, a] of acked) {
-      const row = rowOf(rows, requestId);
-      assert.deepEqual(
-        { action: row.action, resource: row.resource, status: row.status, revision: row.revision, credential: row.credential },
-        { action: 'role.create', resource: `/api/role/${a.role}`, status: 201, revision: a.revision, credential: keyCredential(key) },
-        `the row of acknowledged ${a.role}`,
-      );
-    }
-    const written = rows.filter((r) => r.revision !== undefined);
-    assert.equal(new Set(rows.map((r) => r.request_id)).size, rows.length, 'one row per request');
-    const auditRevisions = written.map((r) => r.revision as number).sort((x, y) => x - y);
-    const changeRevisions = changes.map((ch) => ch.revision);
-    assert.deepEqual(auditRevisions, changeRevisions, 'the audit rows of successful writes and the changelog have the same revisions');
-    assert.deepEqual(changeRevisions, Array.from({ length: changes.length }, (_, i) => i + 1), 'revisions 1..N');
-    const byRevision = new Map(changes.map((ch) => [ch.revision, ch]));
-    for (const row of written) {
-      const ch = byRevision.get(row.revision as number);
-      assert.equal(row.action, ch?.op, `row ${JSON.stringify(row)} and change ${JSON.stringify(ch)}`);
-      assert.equal(row.resource, `/api/role/${ch?.role ?? ''}`, `row ${JSON.stringify(row)} and change ${JSON.stringify(ch)}`);
-    }
-    assert.equal(await srv.stop(), 0, 'exit code after SIGTERM');
-  } finally {
-    await srv.kill();
-    tmp.cleanup();
-  }
-});
-
-test('AUTH_AUDIT_RETENTION_DAYS=1 deletes older rows (in batches) soon after start and keeps recent ones', { skip: SQLITE_ONLY }, async (t) => {
-  const tmp = tempDir('rbac-audit-');
-  const sqlitePath = join(tmp.dir, 'rbac.sqlite3');
-  let srv = await startServer({ sqlitePath, env: { AUTH_WORKERS: '1' } });
-  try {
-    const key = randomUUID();
-    const recentWrite = rid('recent-write');
-    const made = await srv.client(key).createRole('kept', undefined, { requestId: recentWrite });
-    assert.equal(made.status, 201, show(made));
-    assert.equal(await srv.stop(), 0, 'exit code after SIGTERM');
-
-    const hash = createHash('sha256').update(key).digest('hex');
-    const ago = (ms: number): string => `${new Date(Date.now() - ms).toISOString().slice(0, 23)}000`;
-    const DAY = 86_400_000;
-    const old = [rid('old-3d'), rid('old-5d')];
-    const recentRow = rid('recent-12h');
-    const db = new Database(sqlitePath);
-    try {
-      const insert = prepared(db, 
-        `INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
-         VALUES (?, ?, 'role.create', '/api/role/x', 409, NULL, ?, ?, '127.0.0.1')`,
-      );
-      db.transaction(() => {
-        insert.run(hash, ago(3 * DAY), keyCredential(key), old[0]);
-        insert.run(hash, ago(5 * DAY), keyCredential(key), old[1]);
-        insert.run(hash, ago(DAY / 2), keyCredential(key), recentRow);
-        // Another client's backlog, more than one batch of deletes.
-        const other = createHash('sha256').update(randomUUID()).digest('hex');
-        for (let i = 0; i < 2500; i++) insert.run(other, ago(3 * DAY + i * 1000), 'key:000000000000', `backlog-${i}`);
-      })();
-    } finally {
-      db.close();
-    }
-
-    const starting = Date.now();
-    srv = await startServer({ sqlitePath, env: { AUTH_WORKERS: '1', AUTH_AUDIT_RETENTION_DAYS: '1' } });
-    const listening = Date.now();
-    const c = srv.client(key);
-    const deadline = Date.now() + 12_000;
-    let rows = await auditAll(c);
-    while (rows.some((r) => old.includes(r.request_id))) {
-      assert.ok(Date.now() < deadline, `rows older than 1 day still there 12 s after start: ${JSON.stringify(rows)}`);
-      await sleep(250);
-      rows = await auditAll(c);
-    }
-    t.diagnostic(`start-up ${listening - starting} ms; old rows gone ${Date.now() - listening} ms after listening`);
-    assert.deepEqual(rows.map((r) => r.request_id).sort(), [recentRow, recentWrite].sort(), 'the recent rows stay');
-    // The other client's backlog goes too (the first run keeps going until nothing is left).
-    const backlogDeadline = Date.now() + 5000;
-    for (;;) {
-      const left = countOlderThan(sqlitePath, ago(DAY));
-      if (left === 0) break;
-      assert.ok(Date.now() < backlogDeadline, `${left} rows older than 1 day left in the table`);
-      await sleep(250);
-    }
-    assert.equal(await srv.stop(), 0, 'exit code after SIGTERM');
-    const db2 = new Database(sqlitePath, { readonly: true });
-    try {
-      assert.equal((prepared(db2, 'SELECT count(*) AS n FROM audit').get() as { n: number }).n, 2, 'only the two recent rows are left');
-    } finally {
-      db2.close();
-    }
-  } finally {
-    await srv.kill();
-    tmp.cleanup();
-  }
-});
-
-// ---- process helpers ----------------------------------------------------------------------------
-
-
-/** SIGKILL to the workers and the primary, all in one synchronous step; returns the workers' pids. */
-function killAll(srv: RunningServer): number[] {
-  const primary = srv.proc.pid as number;
-  const workers = descendants(primary);
-  for (const pid of workers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  srv.proc.kill('SIGKILL');
-  return workers;
-}
-
-/** Every killed process is gone and nothing answers on the service's port any more. */
-async function assertGone(srv: RunningServer, pids: readonly number[]): Promise<void> {
-  const deadline = Date.now() + 3000;
-  for (;;) {
-    const alive = pids.filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        return !/^\d+ \(.*\) Z/.test(stat);
-      } catch {
-        return false;
-      }
-    });
-    let answers = false;
-    try {
-      const res = await fetch(`${srv.baseUrl}/ping`, { signal: AbortSignal.timeout(500) });
-      await res.text();
-      answers = true;
-    } catch {
-      answers = false;
-    }
-    if (alive.length === 0 && !answers) return;
-    assert.ok(Date.now() < deadline, `after SIGKILL: processes ${alive.join(', ') || 'none'} alive, port ${answers ? 'answers' : 'closed'}`);
-    await sleep(100);
-  }
-}
-
-/** Rows of the audit table older than `at`, read straight from the file. */
-function countOlderThan(sqlitePath: string, at: string): number {
-  const db = new Database(sqlitePath, { readonly: true });
-  try {
-    return (prepared(db, 'SELECT count(*) AS n FROM audit WHERE at < ?').get(at) as { n: number }).n;
-  } finally {
-    db.close();
-  }
-}

@@ -14,7 +14,8 @@ import { sharedDatabase } from '../helpers/postgres.ts';
 import { startServers, type RunningServer } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { startReceiver, verified, type Receiver } from '../helpers/webhook-receiver.ts';
-import { atMs, crash, expectNewestFirst, runs, scheduled, waitForRuns, type RunItem } from '../helpers/workflows.ts';
+import { atMs, expectNewestFirst, runs, scheduled, waitForRuns, type RunItem } from '../helpers/workflows.ts';
+import { crash } from '../helpers/processes.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

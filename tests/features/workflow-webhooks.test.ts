@@ -13,8 +13,9 @@ import { join } from 'node:path';
 import type { RbacClient } from '../../src/client/index.ts';
 import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import { answer, failFirst, startReceiver, verified, type Receiver, type Received } from '../helpers/webhook-receiver.ts';
-import { atMs, crash, runAtLeast, runs, scheduled, unschedule, waitForRuns, type Delivery, type RunItem } from '../helpers/workflows.ts';
+import { atMs, runAtLeast, runs, scheduled, unschedule, waitForRuns, type Delivery, type RunItem } from '../helpers/workflows.ts';
 import { show } from '../helpers/show.ts';
+import { crash } from '../helpers/processes.ts';
 import { sleep } from '../helpers/wait.ts';
 
 let receiver: Receiver;

@@ -8,13 +8,14 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { RbacClient, type ApiResult, type AuditRow } from '../../src/client/index.ts';
 import { STATUS_TEXT, TIMESTAMP_RE } from '../helpers/contract.ts';
+import { keyCredential, rid, waitForRows } from '../helpers/audit.ts';
 import { decodeJwt } from '../helpers/jwt.ts';
 import { rememberSecret, startServer, type RunningServer } from '../helpers/server.ts';
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
-import { canRun, rid, runs, runsPage, schedule, scheduled, schedules, unschedule, usersPage, waitForRuns, type ScheduleItem } from '../helpers/workflows.ts';
+import { canRun, runs, runsPage, schedule, scheduled, schedules, unschedule, usersPage, waitForRuns, type ScheduleItem } from '../helpers/workflows.ts';
 import { show } from '../helpers/show.ts';
 import { sleep } from '../helpers/wait.ts';
 
@@ -257,22 +258,6 @@ describe('workflow routes', { concurrency: true }, () => {
 
 // ---- audit and credentials ----------------------------------------------------------------------
 
-const keyCredential = (key: string): string => `key:${createHash('sha256').update(key.toLowerCase()).digest('hex').slice(0, 12)}`;
-
-/** Polls the trail until a row of each request id is there (failed requests are recorded after their answer). */
-async function auditRows(c: RbacClient, ids: readonly string[]): Promise<AuditRow[]> {
-  const deadline = Date.now() + 3000;
-  for (;;) {
-    const res = await c.audit({ limit: 1000 });
-    assert.equal(res.status, 200, show(res));
-    const rows = res.data as AuditRow[];
-    const missing = ids.filter((id) => !rows.some((r) => r.request_id === id));
-    if (missing.length === 0) return rows;
-    if (Date.now() > deadline) assert.fail(`no audit row for ${missing.join(', ')}; rows: ${JSON.stringify(rows).slice(0, 1500)}`);
-    await sleep(50);
-  }
-}
-
 function expectRow(rows: readonly AuditRow[], requestId: string, want: { action: string; resource: string; status: number; credential: string }, revision: number): void {
   const found = rows.filter((r) => r.request_id === requestId);
   assert.equal(found.length, 1, `one row for ${requestId}: ${JSON.stringify(found)}`);
@@ -296,7 +281,7 @@ test('audit: workflow.schedule and workflow.unschedule rows for successes, 400s 
   assert.equal((await schedule(c, 'deploy:prod', { interval_seconds: 30, webhook_url: 'http://example.com/' }, { requestId: ids.badHost })).status, 400);
   assert.equal((await unschedule(c, 'deploy:prod', { requestId: ids.removed })).status, 200);
   assert.equal((await unschedule(c, 'deploy:prod', { requestId: ids.missing })).status, 404);
-  const rows = await auditRows(c, Object.values(ids));
+  const rows = await waitForRows(c, Object.values(ids));
   assert.equal(rows.length, 5, `exactly these rows: ${JSON.stringify(rows)}`);
   expectRow(rows, ids.made, { action: 'workflow.schedule', resource: path, status: 201, credential: cred }, 0);
   expectRow(rows, ids.badInterval, { action: 'workflow.schedule', resource: path, status: 400, credential: cred }, 0);
@@ -327,7 +312,7 @@ test('a read token: 403 on POST and DELETE schedule (audited), every workflow GE
   assert.equal((await runsPage(reader, 'wf')).status, 200);
   assert.equal((await usersPage(reader, 'wf')).status, 200);
   assert.equal((await canRun(reader, 'u', 'wf')).status, 200);
-  const rows = await auditRows(c, [denied]);
+  const rows = await waitForRows(c, [denied]);
   expectRow(rows, denied, { action: 'workflow.schedule', resource: '/api/workflow/schedule/wf', status: 403, credential: `token:${String(decodeJwt(token).payload.jti)}` }, 0);
 });
 

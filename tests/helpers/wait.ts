@@ -20,8 +20,11 @@ export interface WaitOptions {
   retryErrors?: boolean;
 }
 
-/** Calls `probe` until it returns something other than undefined, and returns that; fails after the timeout, naming `what`. */
-export async function waitUntil<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, options: WaitOptions = {}): Promise<T> {
+/**
+ * Calls `probe` until it returns something other than undefined, and returns that; fails after the
+ * timeout, naming `what` (a function: what it says once the time is up, the last state seen).
+ */
+export async function waitUntil<T>(what: string | (() => string), probe: () => T | undefined | Promise<T | undefined>, options: WaitOptions = {}): Promise<T> {
   const { timeoutMs = EVENT_TIMEOUT_MS, intervalMs = 50, retryErrors = false } = options;
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -33,7 +36,10 @@ export async function waitUntil<T>(what: string, probe: () => T | undefined | Pr
       if (!retryErrors) throw err;
       last = err;
     }
-    if (Date.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    if (Date.now() > deadline) {
+      const waitedFor = typeof what === 'function' ? what() : what;
+      assert.fail(`timed out after ${timeoutMs} ms waiting for ${waitedFor}${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    }
     await sleep(intervalMs);
   }
 }
