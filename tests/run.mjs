@@ -45,6 +45,7 @@ const files = [
   'tests/ops/start.test.ts',
   'tests/ops/deploy.test.ts',
   'tests/ops/deploy-ops.test.ts',
+  'tests/ops/deploy-kubernetes.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/run-list.test.ts',
   'tests/unit/store/transient.test.ts',
