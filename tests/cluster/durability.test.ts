@@ -428,9 +428,10 @@ test('SIGTERM (two workers) and SIGINT (one): exit code 0, every answered write 
     const settled = await Promise.allSettled(promises);
     const code = await server.exited;
     assert.equal(code, 0, `exit code after SIGTERM; output tail:\n${server.output().slice(-2000)}`);
-    const tookMs = Date.now() - started;
-    t.diagnostic(`SIGTERM with writes in flight: exit after ${tookMs} ms`);
-    assert.ok(tookMs < 12_000, `SIGTERM shutdown took ${tookMs} ms, more than the 10 s grace`);
+    // Within the grace: a worker still running after it is killed by the primary, which says so
+    // and exits 1. How long the stop took is reported.
+    assert.doesNotMatch(server.output(), /workers did not stop in time/, 'the workers stopped within the grace');
+    t.diagnostic(`SIGTERM with writes in flight: exit after ${Date.now() - started} ms`);
     const answered = new Set<string>();
     for (const [i, s] of settled.entries()) {
       if (s.status !== 'fulfilled') continue;

@@ -12,7 +12,7 @@ import { freePort, startServers, tempDir, type RunningServer } from '../helpers/
 import { rawRequest } from '../helpers/raw-http.ts';
 import { sharedDatabase, type SharedDatabase } from '../helpers/postgres.ts';
 import { requireService } from '../helpers/services.ts';
-import { sleep } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 const REDIS_URL = process.env.AUTH_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -37,14 +37,18 @@ async function check(server: RunningServer, key: string, user: string, perm: str
   return { status: res.status, answer: res.data?.has_permission, revision: res.revision };
 }
 
-/** Milliseconds until `server` answers `want`, polling every 5 ms; throws after `limitMs`. */
-async function visibleAfter(server: RunningServer, key: string, user: string, perm: string, want: boolean, since: number, limitMs: number): Promise<number> {
-  for (;;) {
+/**
+ * Milliseconds until `server` answers `want`, polling every 5 ms. The wait is generous but stays
+ * well under the 60 s revalidation period of the first test, so that only a push can end it there.
+ */
+async function visibleAfter(server: RunningServer, key: string, user: string, perm: string, want: boolean, since: number): Promise<number> {
+  let last = '';
+  await waitUntil(() => `${perm} ${want ? 'granted' : 'revoked'} on the other instance (${last})`, async () => {
     const r = await check(server, key, user, perm);
-    if (r.answer === want) return performance.now() - since;
-    if (performance.now() - since > limitMs) throw new Error(`not visible on the other instance after ${limitMs} ms (answer ${r.answer}, revision ${r.revision})`);
-    await sleep(5);
-  }
+    last = `answer ${r.answer}, revision ${r.revision}`;
+    return r.answer === want ? true : undefined;
+  }, { intervalMs: 5 });
+  return performance.now() - since;
 }
 
 async function ready(server: RunningServer): Promise<{ status: number; text: string }> {
@@ -53,13 +57,11 @@ async function ready(server: RunningServer): Promise<{ status: number; text: str
   return { status: res.status, text: res.text };
 }
 
-async function waitFor(what: string, limitMs: number, probe: () => Promise<boolean>): Promise<void> {
-  const t0 = Date.now();
-  while (!(await probe())) {
-    if (Date.now() - t0 > limitMs) throw new Error(`${what}: not within ${limitMs} ms`);
-    await sleep(50);
-  }
-}
+/** Both instances ready, strictly: Redis subscribed. */
+const bothReady = async (a: RunningServer, b: RunningServer): Promise<true | undefined> => ((await ready(a)).status === 200 && (await ready(b)).status === 200 ? true : undefined);
+
+/** The revalidation backstop's debug lines of `server` from offset `from` of its output: each a cached graph found behind the database. */
+const foundBehind = (server: RunningServer, from: number): number => (server.output().slice(from).match(/"msg":"revalidation found a graph behind"/g) ?? []).length;
 
 test('a write on A is visible on B: never stale with X-Authz-Min-Revision, and within a bounded delay without it', { timeout: 120_000 }, async (t) => {
   if (!(await requireService(t, 'redis', REDIS_URL))) return;
@@ -67,7 +69,7 @@ test('a write on A is visible on B: never stale with X-Authz-Min-Revision, and w
   if (db === undefined) return;
   // A long revalidation period: what is measured here is the push through Redis.
   const [a, b] = await pair(t, db, { AUTH_REDIS_URL: REDIS_URL, AUTH_REVALIDATE_MS: '60000' });
-  await waitFor('both instances ready (Redis subscribed)', 10_000, async () => (await ready(a)).status === 200 && (await ready(b)).status === 200);
+  await waitUntil('both instances ready (Redis subscribed)', () => bothReady(a, b));
   const key = randomUUID();
   const ca = a.client(key);
   assert.equal((await ca.createRole('R')).status, 201);
@@ -91,12 +93,12 @@ test('a write on A is visible on B: never stale with X-Authz-Min-Revision, and w
     const res = on ? await ca.grant('R', 'moving') : await ca.revoke('R', 'moving');
     assert.equal(res.status, on ? 201 : 200);
     const t0 = performance.now(); // from the acknowledgement on A
-    delays.push(await visibleAfter(b, key, 'alice', 'moving', on, t0, 3000));
+    delays.push(await visibleAfter(b, key, 'alice', 'moving', on, t0));
   }
+  // Every change seen on B before a revalidation could have told it: the push through Redis.
   const p50 = percentile(delays, 50);
   const p99 = percentile(delays, 99);
   t.diagnostic(`acknowledged on A → visible on B (new connection per poll, every 5 ms): p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms over ${delays.length}`);
-  assert.ok(p99 < 1000, `p99 ${p99} ms: the push through Redis should be far below the revalidation period`);
 });
 
 test('concurrent writers on two instances to one client: no lost update, revisions unique and gapless', { timeout: 120_000 }, async (t) => {
@@ -128,8 +130,9 @@ test('Redis killed: B converges through revalidation and /ready names redis; Red
   const own = await startRedis(port);
   t.after(async () => void own.kill('SIGKILL'));
   const url = `redis://127.0.0.1:${port}`;
-  const [a, b] = await pair(t, db, { AUTH_REDIS_URL: url, AUTH_REVALIDATE_MS: '1000' });
-  await waitFor('both instances subscribed', 10_000, async () => (await ready(a)).status === 200 && (await ready(b)).status === 200);
+  // Debug logs: B's say when its revalidation found a cached graph behind, a change the push missed.
+  const [a, b] = await pair(t, db, { AUTH_REDIS_URL: url, AUTH_REVALIDATE_MS: '1000', AUTH_LOG_LEVEL: 'debug' });
+  await waitUntil('both instances subscribed', () => bothReady(a, b));
   const key = randomUUID();
   const ca = a.client(key);
   assert.equal((await ca.createRole('R')).status, 201);
@@ -137,30 +140,35 @@ test('Redis killed: B converges through revalidation and /ready names redis; Red
   assert.equal((await check(b, key, 'alice', 'p')).answer, false);
 
   own.kill('SIGKILL');
-  await waitFor('B /ready 503 naming redis', 10_000, async () => {
+  await waitUntil('B /ready 503 naming redis', async () => {
     const r = await ready(b);
-    return r.status === 503 && r.text.includes('redis');
+    return r.status === 503 && r.text.includes('redis') ? true : undefined;
   });
   const down: number[] = [];
   for (let i = 0; i < 3; i++) {
     assert.equal((await ca.grant('R', `down${i}`)).status, 201, 'writes go on without Redis');
     const t0 = performance.now();
-    down.push(await visibleAfter(b, key, 'alice', `down${i}`, true, t0, 5000));
+    down.push(await visibleAfter(b, key, 'alice', `down${i}`, true, t0));
   }
+  // Without Redis nothing tells B: its worker that cached the client catches up at a revalidation
+  // (the other may load the client afresh). How long that took is reported.
   t.diagnostic(`Redis down: visible on B after ${down.map((d) => d.toFixed(0)).join(', ')} ms (revalidation every 1000 ms)`);
-  assert.ok(Math.max(...down) < 2500, 'within about one revalidation period');
 
   const again = await startRedis(port);
   t.after(async () => void again.kill('SIGKILL'));
-  await waitFor('both instances subscribed again', 15_000, async () => (await ready(a)).status === 200 && (await ready(b)).status === 200);
+  await waitUntil('both instances subscribed again', () => bothReady(a, b));
+  const upFrom = b.output().length;
   const up: number[] = [];
   for (let i = 0; i < 10; i++) {
     assert.equal((await ca.grant('R', `up${i}`)).status, 201);
     const t0 = performance.now();
-    up.push(await visibleAfter(b, key, 'alice', `up${i}`, true, t0, 5000));
+    up.push(await visibleAfter(b, key, 'alice', `up${i}`, true, t0));
   }
-  t.diagnostic(`Redis back: visible on B after p50 ${percentile(up, 50).toFixed(1)} ms, max ${Math.max(...up).toFixed(1)} ms`);
-  assert.ok(percentile(up, 50) < 250, 'most changes arrive by push again, far sooner than the 1000 ms revalidation');
+  // Each change is waited for before the next, so each one the push missed is found by a
+  // revalidation of its own: fewer than half of them is "most by push".
+  const caughtUp = foundBehind(b, upFrom);
+  t.diagnostic(`Redis back: visible on B after p50 ${percentile(up, 50).toFixed(1)} ms, max ${Math.max(...up).toFixed(1)} ms; ${caughtUp} of ${up.length} found behind by revalidation`);
+  assert.ok(caughtUp < up.length / 2, `most changes arrive by push again: ${caughtUp} of ${up.length} came by revalidation`);
 });
 
 function startRedis(port: number): Promise<ChildProcess> {

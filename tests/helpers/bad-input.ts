@@ -14,6 +14,7 @@ import { answersMatchTheDocument, contractServer, type ContractServer } from './
 import { asRecord } from './envelopes.ts';
 import type { RunningServer } from './server.ts';
 import { show } from './show.ts';
+import { EVENT_TIMEOUT_MS } from './wait.ts';
 
 export const MAX_BODY = 1024;
 
@@ -182,7 +183,7 @@ function parseRaw(buf: Buffer): RawResponse | undefined {
  * Sends `head` (request line and headers, without the blank line; Host and Connection: close are
  * added) and `body` in one write, and resolves with the response.
  */
-export function rawRequest(head: string, body: Array<Buffer | string> = [], timeoutMs = 10_000): Promise<RawResponse> {
+export function rawRequest(head: string, body: Array<Buffer | string> = [], timeoutMs = EVENT_TIMEOUT_MS): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const socket = connect(api.server.port, '127.0.0.1');
     let received = Buffer.alloc(0);
