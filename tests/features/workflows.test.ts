@@ -17,7 +17,7 @@ import { rememberSecret, startServer, type RunningServer } from '../helpers/serv
 import { startReceiver, type Receiver } from '../helpers/webhook-receiver.ts';
 import { canRun, runs, runsPage, schedule, scheduled, schedules, unschedule, usersPage, waitForRuns, type ScheduleItem } from '../helpers/workflows.ts';
 import { show } from '../helpers/show.ts';
-import { sleep } from '../helpers/wait.ts';
+import { EVENT_TIMEOUT_MS, sleep } from '../helpers/wait.ts';
 
 const JWT_SECRET = randomBytes(36).toString('base64url');
 
@@ -140,8 +140,9 @@ describe('workflow routes', { concurrency: true }, () => {
       assert.deepEqual(Object.keys(s).sort(), ['interval_seconds', 'last_run_at', 'webhook_url', 'workflow']);
       assert.ok(s.last_run_at === null || TIMESTAMP_RE.test(s.last_run_at), JSON.stringify(s));
     }
-    // Every schedule runs at once on creation: last_run_at is filled within about a second.
-    const deadline = Date.now() + 5000;
+    // Every schedule runs at once on creation: last_run_at is filled long before any of their
+    // intervals (a minute or more) could have passed.
+    const deadline = Date.now() + EVENT_TIMEOUT_MS;
     let latest = list;
     while (latest.some((s) => s.last_run_at === null) && Date.now() < deadline) {
       await sleep(100);
@@ -201,7 +202,7 @@ describe('workflow routes', { concurrency: true }, () => {
     const c = server.client();
     await scheduled(c, 'gone', 1);
     await scheduled(c, 'kept', 60);
-    await waitForRuns(c, 'gone', 'the first run', 5000, (l) => l.length > 0);
+    await waitForRuns(c, 'gone', 'the first run', EVENT_TIMEOUT_MS, (l) => l.length > 0);
     const del = await unschedule(c, 'gone');
     assert.equal(del.status, 200, show(del));
     assert.deepEqual(del.data, { workflow: 'gone' });
@@ -211,7 +212,9 @@ describe('workflow routes', { concurrency: true }, () => {
     assert.deepEqual((await listed(c)).map((s) => s.workflow), ['kept']);
     // Scheduling it again starts afresh: the old runs are not back.
     await scheduled(c, 'gone', 60);
-    const fresh = await waitForRuns(c, 'gone', 'the new first run', 5000, (l) => l.length > 0);
+    const fresh = await waitForRuns(c, 'gone', 'the new first run', EVENT_TIMEOUT_MS, (l) => l.length > 0);
+    // A moment for anything else to show: the old runs, were they kept, are listed at once; the
+    // next run of this one is a minute away.
     await sleep(300);
     assert.equal((await runs(c, 'gone')).length, 1, `one run, not the deleted ones: ${JSON.stringify(fresh)}`);
   });
@@ -219,7 +222,7 @@ describe('workflow routes', { concurrency: true }, () => {
   test('another client sees none of it: empty list, runs 404, DELETE 404, its own schedule apart', async () => {
     const owner = server.client();
     await scheduled(owner, 'shared-name', 1);
-    await waitForRuns(owner, 'shared-name', 'the first run', 5000, (l) => l.length > 0);
+    await waitForRuns(owner, 'shared-name', 'the first run', EVENT_TIMEOUT_MS, (l) => l.length > 0);
     const other = server.client();
     assert.deepEqual(await listed(other), []);
     expectError(await runsPage(other, 'shared-name'), 404, /shared-name/, "another client's runs");
@@ -243,7 +246,7 @@ describe('workflow routes', { concurrency: true }, () => {
     const made = await schedule(c, 'wf', { interval_seconds: 1 });
     assert.equal(made.status, 201, show(made));
     assert.equal(made.revision, 3, 'X-Authz-Revision of the 201');
-    const ran = await waitForRuns(c, 'wf', 'two runs', 6000, (l) => l.length >= 2);
+    const ran = await waitForRuns(c, 'wf', 'two runs', EVENT_TIMEOUT_MS, (l) => l.length >= 2);
     assert.equal(ran[0]?.revision, 3, 'a run reads the revision, it does not make one');
     const listedRes = await schedules(c);
     assert.equal(listedRes.revision, 3);

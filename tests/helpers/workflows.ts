@@ -10,7 +10,7 @@ import { TIMESTAMP_RE } from './contract.ts';
 import { rememberSecret } from './leak-record.ts';
 import { byCodePoint } from './rbac-model.ts';
 import { show } from './show.ts';
-import { sleep } from './wait.ts';
+import { EVENT_TIMEOUT_MS, sleep } from './wait.ts';
 
 export interface ScheduleCreated {
   workflow: string;
@@ -131,7 +131,7 @@ export async function waitForRuns(c: RbacClient, workflow: string, what: string,
 }
 
 /** The first run that read at least `revision` (a run after the write that answered it). */
-export async function runAtLeast(c: RbacClient, workflow: string, revision: number, timeoutMs = 8000): Promise<RunItem> {
+export async function runAtLeast(c: RbacClient, workflow: string, revision: number, timeoutMs = EVENT_TIMEOUT_MS): Promise<RunItem> {
   const list = await waitForRuns(c, workflow, `a run at revision ≥ ${revision}`, timeoutMs, (l) => l.some((r) => r.revision >= revision));
   return [...list].reverse().find((r) => r.revision >= revision) as RunItem;
 }
