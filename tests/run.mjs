@@ -7,6 +7,23 @@ import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { reportLeaks, scanLeaks } from './security/leaks.mjs';
 
+// The black-box contract of the routes (docs/api.md), by resource, and the bad input suites: the
+// runs again on PostgreSQL and on node:http below take every part of them.
+const routeContract = [
+  'tests/contract/meta.test.ts',
+  'tests/contract/clients.test.ts',
+  'tests/contract/roles.test.ts',
+  'tests/contract/permissions.test.ts',
+  'tests/contract/users.test.ts',
+  'tests/contract/checks.test.ts',
+  'tests/contract/lists.test.ts',
+  'tests/contract/names.test.ts',
+];
+const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
+
+// Multi-process mode, by topic (tests/cluster/): the run again on node:http takes every part.
+const clusterModes = ['tests/cluster/consistency.test.ts', 'tests/cluster/worker-failure.test.ts', 'tests/cluster/shutdown.test.ts', 'tests/cluster/change-feed.test.ts'];
+
 const files = [
   'tests/unit/authz/graph.test.ts',
   'tests/unit/authz/write-rules.test.ts',
@@ -26,88 +43,106 @@ const files = [
   'tests/regressions/credentials-lru.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',
-  'tests/e2e/config.test.ts',
-  'tests/e2e/engine.test.ts',
-  'tests/e2e/start.test.ts',
-  'tests/e2e/deploy.test.ts',
-  'tests/e2e/deploy-ops.test.ts',
+  'tests/ops/config.test.ts',
+  'tests/ops/engine.test.ts',
+  'tests/ops/start.test.ts',
+  'tests/ops/deploy.test.ts',
+  'tests/ops/deploy-ops.test.ts',
+  'tests/ops/deploy-kubernetes.test.ts',
   'tests/unit/imports.test.ts',
+  'tests/unit/run-list.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/store/passing.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',
   'tests/unit/worker/ipc.test.ts',
   'tests/unit/primary/hub.test.ts',
   'tests/unit/invalidation/ipc.test.ts',
-  'tests/integration/store-conformance.test.ts',
-  'tests/integration/store-created.test.ts',
-  'tests/integration/store-audit.test.ts',
-  'tests/integration/store-workflow.test.ts',
-  'tests/e2e/routes.test.ts',
-  'tests/e2e/bad-input.test.ts',
-  'tests/e2e/property.test.ts',
-  'tests/e2e/bench.test.ts',
-  'tests/e2e/durability.test.ts',
-  'tests/e2e/cluster.test.ts',
+  'tests/integration/store/conformance.test.ts',
+  'tests/integration/store/sqlite-only.test.ts',
+  'tests/integration/store/postgres-only.test.ts',
+  ...routeContract,
+  ...badInput,
+  'tests/features/property.test.ts',
+  'tests/ops/bench.test.ts',
+  'tests/cluster/durability.test.ts',
+  ...clusterModes,
   'tests/unit/store/resilience.test.ts',
-  'tests/e2e/instances.test.ts',
-  'tests/e2e/unknown-clients.test.ts',
-  'tests/e2e/outage.test.ts',
-  'tests/e2e/operations.test.ts',
-  'tests/e2e/metrics.test.ts',
-  'tests/e2e/prometheus.test.ts',
+  'tests/cluster/instances.test.ts',
+  'tests/features/unknown-clients.test.ts',
+  'tests/cluster/outage.test.ts',
+  'tests/ops/operations.test.ts',
+  'tests/ops/metrics.test.ts',
+  'tests/ops/prometheus.test.ts',
   'tests/unit/metrics/retained.test.ts',
   'tests/unit/crypto/field-cipher.test.ts',
   'tests/unit/workflow/webhook.test.ts',
   'tests/unit/workflow/allowed-hosts.test.ts',
   'tests/unit/workflow/scheduler.test.ts',
   'tests/unit/pool/hop.test.ts',
-  'tests/e2e/tokens.test.ts',
-  'tests/e2e/audit.test.ts',
+  'tests/features/tokens.test.ts',
+  'tests/features/token-scopes.test.ts',
+  'tests/features/token-secrets.test.ts',
+  'tests/features/audit.test.ts',
+  'tests/features/audit-retention.test.ts',
   'tests/regressions/audit-order.test.ts',
-  'tests/e2e/workflows.test.ts',
-  'tests/e2e/workflow-runs.test.ts',
-  'tests/e2e/workflow-webhooks.test.ts',
-  'tests/e2e/workflow-instances.test.ts',
-  'tests/e2e/encryption.test.ts',
+  'tests/features/workflows.test.ts',
+  'tests/features/workflow-runs.test.ts',
+  'tests/features/workflow-webhooks.test.ts',
+  'tests/features/workflow-instances.test.ts',
+  'tests/features/encryption.test.ts',
   'tests/security/transport.test.ts',
   'tests/security/cors-browser.test.ts',
   'tests/security/fuzz.test.ts',
-  'tests/e2e/authzen-search.test.ts',
-  'tests/e2e/authzen-rules.test.ts',
-  'tests/e2e/authzen-interop.test.ts',
+  'tests/features/authzen-search.test.ts',
+  'tests/features/authzen-rules.test.ts',
+  'tests/features/authzen-interop.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP
 // suite must hold whatever the store. Skipped (said so) when PostgreSQL is not reachable, failed
 // instead under AUTH_TEST_REQUIRE_SERVICES=1. One file on PostgreSQL by hand:
-// AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/e2e/routes.test.ts
-const onPostgres = ['tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts'];
+// AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/contract/meta.test.ts
+const onPostgres = [...routeContract, ...badInput, 'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts'];
 
 // And again on the other HTTP engine: the default here (`auto`) is uWebSockets.js where its
 // native build loads; these suites then run on node:http, so that any difference between the
 // engines is a failing test. One file on one engine by hand:
-// AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/e2e/routes.test.ts
+// AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/contract/meta.test.ts
 const onOtherEngine = [
-  'tests/e2e/routes.test.ts', 'tests/e2e/bad-input.test.ts', 'tests/e2e/cluster.test.ts', 'tests/e2e/durability.test.ts', 'tests/e2e/start.test.ts',
-  'tests/e2e/authzen-rules.test.ts', 'tests/e2e/authzen-search.test.ts', 'tests/e2e/authzen-interop.test.ts',
+  ...routeContract, ...badInput, ...clusterModes, 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
+  'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts',
 ];
 
-// Every test file is listed above: one that is not would never run, silently.
-const unlisted = readdirSync('tests', { recursive: true, encoding: 'utf8' })
-  .filter((f) => f.endsWith('.test.ts'))
-  .map((f) => `tests/${f.split(sep).join('/')}`)
-  .filter((f) => !files.includes(f));
+// Every test file is listed above: one that is not would never run, silently. And every listed
+// file exists. `node tests/run.mjs --check-list` checks only that (tests/unit/run-list.test.ts);
+// the files named after the flag count as present too, so that the check can be seen to fail.
+const checkOnly = process.argv[2] === '--check-list';
+const args = process.argv.slice(checkOnly ? 3 : 2);
+const onDisk = [
+  ...readdirSync('tests', { recursive: true, encoding: 'utf8' }).map((f) => `tests/${f.split(sep).join('/')}`),
+  ...(checkOnly ? args : []),
+].filter((f) => f.endsWith('.test.ts'));
+const unlisted = onDisk.filter((f) => !files.includes(f));
 if (unlisted.length > 0) {
   console.error(`test files missing from the list in tests/run.mjs: ${unlisted.join(', ')}`);
   process.exit(1);
 }
 
-const only = process.argv.slice(2);
+const only = checkOnly ? [] : args;
 const selected = only.length > 0 ? only : files;
 const missing = [...selected, ...onPostgres, ...onOtherEngine].filter((f) => !existsSync(f));
 if (missing.length > 0) {
   console.error(`missing test files: ${missing.join(', ')}`);
   process.exit(1);
+}
+const notInTheList = [...onPostgres, ...onOtherEngine].filter((f) => !files.includes(f));
+if (notInTheList.length > 0) {
+  console.error(`files run again on PostgreSQL or node:http but not in the list: ${notInTheList.join(', ')}`);
+  process.exit(1);
+}
+if (checkOnly) {
+  console.log(`${files.length} test files, all listed and present`);
+  process.exit(0);
 }
 
 function run(list, env = {}) {

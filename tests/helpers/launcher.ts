@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { sleep } from './wait.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -119,6 +120,6 @@ async function waitListening(g: Launched, timeoutMs: number, signal: (sig: NodeJ
       signal('SIGKILL');
       throw new Error(`server did not listen within ${timeoutMs} ms:\n${g.output()}`);
     }
-    await new Promise((r) => setTimeout(r, 25));
+    await sleep(25);
   }
 }

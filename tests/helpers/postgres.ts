@@ -8,6 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { serviceMissing } from './services.ts';
+import { sleep } from './wait.ts';
 
 export const POSTGRES_ADMIN_URL = process.env.AUTH_TEST_POSTGRESQL_URL ?? 'postgresql://postgres@127.0.0.1:5432/test';
 
@@ -93,7 +94,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       } catch (err) {
         // 55006: another session is using the template at the same moment (parallel test files).
         if ((err as { code?: string }).code !== '55006' || attempt >= 20) throw err;
-        await new Promise((r) => setTimeout(r, 50 * attempt));
+        await sleep(50 * attempt);
       }
     }
   });

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, ROOT, tempDir } from './server.ts';
+import { sleep } from './wait.ts';
 
 export interface PromSample {
   readonly metric: Record<string, string>;
@@ -83,7 +84,7 @@ export async function startPrometheus(metricsPort: number, scrapeSeconds: number
       await stop();
       throw new Error(`prometheus not ready within 30 s:\n${out}`);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 
   return {

@@ -124,3 +124,9 @@ export function rawRequest<T = unknown>(o: RawOptions): Promise<RawResult<T>> {
     req.end(payload);
   });
 }
+
+/** The process that answered: the prefix of the X-Request-Id it generated, unique per worker (diagnostics). */
+export function answeredBy(res: RawResult): string {
+  const id = res.headers['x-request-id'];
+  return typeof id === 'string' ? (id.split('-')[0] ?? id) : '?';
+}

@@ -18,6 +18,12 @@ export function tempDir(prefix = 'rbac-test-'): { dir: string; cleanup: () => vo
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/**
+ * How long a server may take to listen by default: a few seconds on an idle machine, far more on
+ * one busy with other suites; only a server that never listens should fail its test here.
+ */
+export const START_TIMEOUT_MS = 60_000;
+
 export interface ServerOptions {
   env?: Record<string, string>;
   /**
@@ -26,7 +32,7 @@ export interface ServerOptions {
    * PostgreSQL database instead, dropped when it exits.
    */
   sqlitePath?: string;
-  /** How long to wait for "listening" (ms). */
+  /** How long to wait for "listening" (ms; default {@link START_TIMEOUT_MS}). */
   startTimeoutMs?: number;
 }
 
@@ -75,6 +81,18 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
 }
 
+/**
+ * Starts several servers at once. When one cannot start, those that did are killed before the
+ * error is thrown: left running, they would hold the test file's process open forever.
+ */
+export async function startServers(...options: ServerOptions[]): Promise<RunningServer[]> {
+  const started = await Promise.allSettled(options.map((o) => startServer(o)));
+  const failed = started.find((s) => s.status === 'rejected');
+  if (failed === undefined) return started.map((s) => (s as PromiseFulfilledResult<RunningServer>).value);
+  await Promise.all(started.map((s) => (s.status === 'fulfilled' ? s.value.kill() : undefined)));
+  throw failed.reason;
+}
+
 async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
   const port = await freePort();
   let owned: { dir: string; cleanup: () => void } | undefined;
@@ -104,7 +122,7 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
   const sink = outputSink('startServer', port);
   let launched: Launched;
   try {
-    launched = await launchGateway({ env, onOutput: (c) => sink.write(c), startTimeoutMs: options.startTimeoutMs });
+    launched = await launchGateway({ env, onOutput: (c) => sink.write(c), startTimeoutMs: options.startTimeoutMs ?? START_TIMEOUT_MS });
   } catch (err) {
     sink.close();
     owned?.cleanup();
@@ -148,7 +166,7 @@ async function startOnFreePort(options: ServerOptions): Promise<RunningServer> {
 }
 
 /** Runs the service with `env` and resolves with its exit code and output (for start-up failures). */
-export function runToExit(env: Record<string, string>, timeoutMs = 15_000): Promise<{ code: number | null; output: string }> {
+export function runToExit(env: Record<string, string>, timeoutMs = START_TIMEOUT_MS): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
     const fullEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...engineEnv(), ...env };
     rememberEnvSecrets(fullEnv);

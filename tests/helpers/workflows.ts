@@ -5,12 +5,12 @@
  * shows it once, in the 201, and never prints it.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import type { ApiResult, CallOptions, PageOptions, RbacClient } from '../../src/client/index.ts';
 import { TIMESTAMP_RE } from './contract.ts';
 import { rememberSecret } from './leak-record.ts';
-import type { RunningServer } from './server.ts';
-import { descendants } from './processes.ts';
+import { byCodePoint } from './rbac-model.ts';
+import { show } from './show.ts';
+import { EVENT_TIMEOUT_MS, sleep } from './wait.ts';
 
 export interface ScheduleCreated {
   workflow: string;
@@ -44,11 +44,6 @@ export interface RunItem {
 export const WEBHOOK_SECRET_RE = /^whsec_[A-Za-z0-9+/]+={0,2}$/;
 
 const seg = encodeURIComponent;
-export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-export const show = (res: ApiResult<unknown>): string => `${res.status} ${JSON.stringify(res.body)?.slice(0, 600) ?? '(no body)'}`;
-/** A request id without the shape of a client key (the leak scan flags any UUID v4 in server output). */
-export const rid = (what: string): string => `${what}-${randomBytes(8).toString('hex')}`;
-export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Epoch ms of a wire timestamp (UTC, 6 fractional digits, no zone); the microseconds are dropped. */
 export function atMs(timestamp: string): number {
@@ -136,7 +131,7 @@ export async function waitForRuns(c: RbacClient, workflow: string, what: string,
 }
 
 /** The first run that read at least `revision` (a run after the write that answered it). */
-export async function runAtLeast(c: RbacClient, workflow: string, revision: number, timeoutMs = 8000): Promise<RunItem> {
+export async function runAtLeast(c: RbacClient, workflow: string, revision: number, timeoutMs = EVENT_TIMEOUT_MS): Promise<RunItem> {
   const list = await waitForRuns(c, workflow, `a run at revision ≥ ${revision}`, timeoutMs, (l) => l.some((r) => r.revision >= revision));
   return [...list].reverse().find((r) => r.revision >= revision) as RunItem;
 }
@@ -186,22 +181,4 @@ export async function walkRuns(c: RbacClient, workflow: string, limit: number): 
     assert.equal(res.data?.length, limit, 'a cut page is full');
     cursor = res.nextCursor;
   }
-}
-
-
-/**
- * SIGKILL to an instance's primary and, in the same synchronous step, to its workers: a crash of
- * the whole instance, with nothing left behind holding its port or its database.
- */
-export async function crash(srv: RunningServer): Promise<void> {
-  const workers = srv.proc.pid === undefined ? [] : descendants(srv.proc.pid);
-  srv.proc.kill('SIGKILL');
-  for (const pid of workers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  await srv.exited;
 }

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../helpers/server.ts';
+import { sleep } from '../helpers/wait.ts';
 
 test('a failed request recorded after a later success still lists below it (by timestamp, then id)', async (t) => {
   const server = await startServer();
@@ -19,7 +20,7 @@ test('a failed request recorded after a later success still lists below it (by t
   }
   let rows: Array<{ id: number; timestamp: string; resource: string }> = [];
   for (let waited = 0; rows.length < expected.length && waited < 10_000; waited += 100) {
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
     rows = (await c.audit()).data ?? [];
   }
   assert.deepEqual(rows.map((r) => r.resource), [...expected].reverse(), 'newest first');

@@ -19,6 +19,7 @@ import type { EngineResponse } from '../../src/http/engine/port.ts';
 import { loadUws } from '../../src/http/engine/uws/index.ts';
 import { exchange, type Exchange } from '../helpers/raw-socket.ts';
 import { ROOT, startServer, type RunningServer } from '../helpers/server.ts';
+import { sleep } from '../helpers/wait.ts';
 
 const uwsMissing = 'uws' in loadUws() ? undefined : 'uWebSockets.js has no native build here';
 /** The installed release: the bundled 20.30 build, or a 20.5x release swapped in (CI's Debian 13 run). */
@@ -78,7 +79,7 @@ describe('transport limits', { concurrency: true }, () => {
   for (const { name: engine, skip } of ENGINES) describe(`on ${engine}`, { concurrency: true, skip }, () => {
     let server: RunningServer;
     before(async () => {
-      server = await startServer({ env: { AUTH_HTTP_ENGINE: engine }, startTimeoutMs: 60_000 });
+      server = await startServer({ env: { AUTH_HTTP_ENGINE: engine } });
     });
     after(async () => {
       assert.equal(server.proc.exitCode, null, `the server is still running:\n${server.output()}`);
@@ -211,7 +212,7 @@ describe('transport limits', { concurrency: true }, () => {
     test('a head sent a byte a second is cut off after about 10 s, and holds nothing up meanwhile', onUws(engine, libraryLimits.slowHead, uws5x), async () => {
       const bytes = [...head('GET /ping HTTP/1.1', 'X-Slow: slowly-slowly-slowly-slowly-slowly')];
       const slow = exchange(server.port, bytes, { gapMs: 1000, timeoutMs: 16_000 });
-      await new Promise((r) => setTimeout(r, 2000));
+      await sleep(2000);
       const ping = await server.client().ping();
       assert.equal(ping.status, 200, 'another request is answered meanwhile');
       const x = await slow;

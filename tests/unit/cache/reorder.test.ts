@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import type { Change, ChangeRecord, Snapshot } from '../../../src/authz/changes.ts';
 import { TenantCache } from '../../../src/cache/index.ts';
 import { tenantId } from '../../helpers/tenants.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 const T = tenantId('tenant');
 const grant = (permission: string): Change => ({ op: 'permission.grant', role: 'r', permission });
@@ -30,7 +31,7 @@ const replayFrom = (log: ChangeRecord[], replays: number[]) => async (since: num
 async function settles(p: Promise<unknown>, ms: number): Promise<boolean> {
   let done = false;
   void p.then(() => (done = true));
-  await new Promise((r) => setTimeout(r, ms));
+  await sleep(ms);
   return done;
 }
 

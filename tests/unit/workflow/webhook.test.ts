@@ -8,6 +8,7 @@ import { WebhookHosts } from '../../../src/workflow/allowed-hosts.ts';
 import type { DeliveryJob, RunEntry } from '../../../src/workflow/records.ts';
 import { newWebhookId, newWebhookSecret } from '../../../src/workflow/secrets.ts';
 import { addressRefusal, afterAttempt, deliverOnce, webhookBody, type DeliveryResult, type WebhookTarget } from '../../../src/workflow/webhook.ts';
+import { sleep } from '../../helpers/wait.ts';
 
 interface Received {
   readonly method: string;
@@ -136,7 +137,7 @@ test('a redirect is not followed: the status is the 302', async (t) => {
   assert.equal(result.delivered, false);
   assert.equal(result.status, 302);
   assert.match(result.reason ?? '', /redirect/);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await sleep(100);
   assert.equal(elsewhere.connections, 0);
   assert.equal(elsewhere.received.length, 0);
 });
@@ -212,7 +213,7 @@ test('a host not (or no longer) allowed: not delivered, and no connection is mad
   }
   const bad = await deliverOnce({ ...target, url: `http://user:pw@127.0.0.1:${r.port}/` }, then);
   assert.deepEqual([bad.delivered, bad.status], [false, null]);
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  await sleep(50);
   assert.equal(r.connections, 0);
 });
 
