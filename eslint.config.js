@@ -11,7 +11,27 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', Buffer: 'readonly', URL: 'readonly', fetch: 'readonly', performance: 'readonly', queueMicrotask: 'readonly', setImmediate: 'readonly', AbortController: 'readonly', AbortSignal: 'readonly', TextDecoder: 'readonly', TextEncoder: 'readonly', Headers: 'readonly' } },
+    languageOptions: {
+      globals: {
+        process: 'readonly',
+        console: 'readonly',
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        setInterval: 'readonly',
+        clearInterval: 'readonly',
+        Buffer: 'readonly',
+        URL: 'readonly',
+        fetch: 'readonly',
+        performance: 'readonly',
+        queueMicrotask: 'readonly',
+        setImmediate: 'readonly',
+        AbortController: 'readonly',
+        AbortSignal: 'readonly',
+        TextDecoder: 'readonly',
+        TextEncoder: 'readonly',
+        Headers: 'readonly',
+      },
+    },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
@@ -20,7 +40,8 @@ export default tseslint.config(
         { selector: 'ExportDefaultDeclaration', message: 'Named exports only: a default export has no name to search for.' },
         {
           selector: "CallExpression[callee.property.name='prepare']",
-          message: 'Prepare SQLite statements with prepared() (src/store/sqlite/prepared.ts): better-sqlite3 aborts Node.js 24.19+ when a statement is garbage-collected.',
+          message:
+            'Prepare SQLite statements with prepared() (src/store/sqlite/prepared.ts): better-sqlite3 aborts Node.js 24.19+ when a statement is garbage-collected.',
         },
       ],
     },

@@ -54,16 +54,24 @@ function main(): number {
       const ok = typeof x === 'number' && typeof y === 'number' && Number.isFinite(x) && Number.isFinite(y) && x > 0;
       const c = ok ? change(x, y) : NaN;
       row.push(fmt(x), fmt(y), Number.isFinite(c) ? `${c > 0 ? '+' : ''}${c.toFixed(1)}%` : '');
-      if (f === FIGURES[0] && c > threshold) regressions.push(`${key(ra)}: CPU per operation ${fmt(x)} → ${fmt(y)} µs (+${c.toFixed(1)}%, threshold ${threshold}%)`);
+      if (f === FIGURES[0] && c > threshold)
+        regressions.push(`${key(ra)}: CPU per operation ${fmt(x)} → ${fmt(y)} µs (+${c.toFixed(1)}%, threshold ${threshold}%)`);
     }
     rows.push(row);
   }
   console.log(`A: ${positionals[0]} (${a.startedAt}, ${fmt(a.machine.backgroundCores)} background cores)`);
   console.log(`B: ${positionals[1]} (${b.startedAt}, ${fmt(b.machine.backgroundCores)} background cores)\n`);
   console.log(table(rows));
-  const only = [...a.runs.filter((r) => !inB.has(key(r))).map((r) => `A only: ${key(r)}`), ...b.runs.filter((r) => !a.runs.some((x) => key(x) === key(r))).map((r) => `B only: ${key(r)}`)];
+  const only = [
+    ...a.runs.filter((r) => !inB.has(key(r))).map((r) => `A only: ${key(r)}`),
+    ...b.runs.filter((r) => !a.runs.some((x) => key(x) === key(r))).map((r) => `B only: ${key(r)}`),
+  ];
   for (const o of only) console.log(o);
-  for (const [name, r] of [['A', a], ['B', b]] as const) if (!r.ok) console.log(`note: ${name} recorded failures: ${r.failures.slice(0, 3).join('; ')}`);
+  for (const [name, r] of [
+    ['A', a],
+    ['B', b],
+  ] as const)
+    if (!r.ok) console.log(`note: ${name} recorded failures: ${r.failures.slice(0, 3).join('; ')}`);
   if (regressions.length === 0) {
     console.log(`\nno run's CPU per operation grew by more than ${threshold}%`);
     return 0;

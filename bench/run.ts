@@ -37,7 +37,12 @@ async function main(): Promise<number> {
   installCleanup();
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { quick: { type: 'boolean', default: false }, full: { type: 'boolean', default: false }, out: { type: 'string' }, list: { type: 'boolean', default: false } },
+    options: {
+      quick: { type: 'boolean', default: false },
+      full: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      list: { type: 'boolean', default: false },
+    },
   });
   if (values.list) {
     for (const n of scenarioNames()) console.log(`${n.padEnd(22)} ${readScenario(n).title}`);
@@ -53,10 +58,18 @@ async function main(): Promise<number> {
   }
   const started = performance.now();
   const idle = await backgroundCores();
-  if (idle > 0.2) console.log(`WARNING: ${idle.toFixed(2)} cores busy with other work before the run: figures will be noisy (compare CPU per operation, not req/s)`);
+  if (idle > 0.2)
+    console.log(`WARNING: ${idle.toFixed(2)} cores busy with other work before the run: figures will be noisy (compare CPU per operation, not req/s)`);
   const report: Report = {
-    schema: 1, startedAt: new Date().toISOString(), seconds: 0, quick: values.quick, machine: machine(idle),
-    scenarios: scenarios.map(([n]) => n), runs: [], failures: [], ok: false,
+    schema: 1,
+    startedAt: new Date().toISOString(),
+    seconds: 0,
+    quick: values.quick,
+    machine: machine(idle),
+    scenarios: scenarios.map(([n]) => n),
+    runs: [],
+    failures: [],
+    ok: false,
   };
   for (const [name, file] of scenarios) {
     for (const run of resolve(name, file, values.quick)) {

@@ -22,7 +22,12 @@ const routeContract = [
 const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
 
 // Multi-process mode, by topic (tests/cluster/): the run again on node:http takes every part.
-const clusterModes = ['tests/cluster/consistency.test.ts', 'tests/cluster/worker-failure.test.ts', 'tests/cluster/shutdown.test.ts', 'tests/cluster/change-feed.test.ts'];
+const clusterModes = [
+  'tests/cluster/consistency.test.ts',
+  'tests/cluster/worker-failure.test.ts',
+  'tests/cluster/shutdown.test.ts',
+  'tests/cluster/change-feed.test.ts',
+];
 
 const files = [
   'tests/unit/authz/graph.test.ts',
@@ -102,15 +107,27 @@ const files = [
 // suite must hold whatever the store. Skipped (said so) when PostgreSQL is not reachable, failed
 // instead under AUTH_TEST_REQUIRE_SERVICES=1. One file on PostgreSQL by hand:
 // AUTH_TEST_DATABASE=postgresql node tests/run.mjs tests/contract/meta.test.ts
-const onPostgres = [...routeContract, ...badInput, 'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts'];
+const onPostgres = [
+  ...routeContract,
+  ...badInput,
+  'tests/features/authzen-rules.test.ts',
+  'tests/features/authzen-search.test.ts',
+  'tests/features/authzen-interop.test.ts',
+];
 
 // And again on the other HTTP engine: the default here (`auto`) is uWebSockets.js where its
 // native build loads; these suites then run on node:http, so that any difference between the
 // engines is a failing test. One file on one engine by hand:
 // AUTH_TEST_HTTP_ENGINE=node node tests/run.mjs tests/contract/meta.test.ts
 const onOtherEngine = [
-  ...routeContract, ...badInput, ...clusterModes, 'tests/cluster/durability.test.ts', 'tests/ops/start.test.ts',
-  'tests/features/authzen-rules.test.ts', 'tests/features/authzen-search.test.ts', 'tests/features/authzen-interop.test.ts',
+  ...routeContract,
+  ...badInput,
+  ...clusterModes,
+  'tests/cluster/durability.test.ts',
+  'tests/ops/start.test.ts',
+  'tests/features/authzen-rules.test.ts',
+  'tests/features/authzen-search.test.ts',
+  'tests/features/authzen-interop.test.ts',
 ];
 
 // Every test file is listed above: one that is not would never run, silently. And every listed
@@ -146,11 +163,10 @@ if (checkOnly) {
 }
 
 function run(list, env = {}) {
-  const result = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...list],
-    { stdio: 'inherit', env: { ...process.env, ...env } },
-  );
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...list], {
+    stdio: 'inherit',
+    env: { ...process.env, ...env },
+  });
   return result.status ?? 1;
 }
 

@@ -44,9 +44,12 @@ function panel(s: Series, xs: number[], ys: number[], ox: number): string {
     out.push(`<text x="${ox + PAD.left - 6}" y="${y + 4}" text-anchor="end" font-size="11">${fmt(f * yMax)}</text>`);
   }
   for (const x of xs) out.push(`<text x="${px(x)}" y="${PAD.top + innerH + 16}" text-anchor="middle" font-size="11">${short(x)}</text>`);
-  if (points.length > 1) out.push(`<polyline fill="none" stroke="#1f6fb2" stroke-width="2" points="${points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`);
+  if (points.length > 1)
+    out.push(`<polyline fill="none" stroke="#1f6fb2" stroke-width="2" points="${points.map(([x, y]) => `${x.toFixed(1)},${y.toFixed(1)}`).join(' ')}"/>`);
   for (const [x, y] of points) out.push(`<circle cx="${x.toFixed(1)}" cy="${y.toFixed(1)}" r="3.5" fill="#1f6fb2"/>`);
-  points.forEach(([x, y], i) => out.push(`<text x="${x.toFixed(1)}" y="${(y - 8).toFixed(1)}" text-anchor="middle" font-size="10" fill="#1f6fb2">${fmt(ys[i] ?? NaN)}</text>`));
+  points.forEach(([x, y], i) =>
+    out.push(`<text x="${x.toFixed(1)}" y="${(y - 8).toFixed(1)}" text-anchor="middle" font-size="10" fill="#1f6fb2">${fmt(ys[i] ?? NaN)}</text>`),
+  );
   return out.join('\n');
 }
 
@@ -54,7 +57,14 @@ export function chart(scenario: string, x: 'memberships' | 'connections', runs: 
   const sortedRuns = [...runs].sort((a, b) => a[x] - b[x]);
   const xs = sortedRuns.map((r) => r[x]);
   const width = W * SERIES.length;
-  const body = SERIES.map((s, i) => panel(s, xs, sortedRuns.map((r) => s.value(r) ?? NaN), i * W)).join('\n');
+  const body = SERIES.map((s, i) =>
+    panel(
+      s,
+      xs,
+      sortedRuns.map((r) => s.value(r) ?? NaN),
+      i * W,
+    ),
+  ).join('\n');
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${H + 24}" viewBox="0 0 ${width} ${H + 24}" font-family="sans-serif">`,
     `<rect width="100%" height="100%" fill="#fff"/>`,

@@ -42,7 +42,10 @@ export async function copyTenant(sqlitePath: string, url: string, tenant: Tenant
   await withClient(url, async (c) => {
     await c.query('BEGIN');
     const id = (await c.query<{ id: string }>('INSERT INTO clients (hash, revision) VALUES ($1, $2) RETURNING id', [tenant, client.revision])).rows[0]?.id;
-    await c.query(`INSERT INTO roles (client_id, role, description) SELECT $1, r, convert_to(d, 'UTF8') FROM unnest($2::text[], $3::text[]) AS x(r, d)`, [id, ...roles]);
+    await c.query(`INSERT INTO roles (client_id, role, description) SELECT $1, r, convert_to(d, 'UTF8') FROM unnest($2::text[], $3::text[]) AS x(r, d)`, [
+      id,
+      ...roles,
+    ]);
     await c.query('INSERT INTO grants (client_id, role, permission) SELECT $1, r, p FROM unnest($2::text[], $3::text[]) AS x(r, p)', [id, ...grants]);
     await c.query('INSERT INTO memberships (client_id, role, "user") SELECT $1, r, u FROM unnest($2::text[], $3::text[]) AS x(r, u)', [id, ...members]);
     await c.query('COMMIT');

@@ -95,7 +95,7 @@ function fromInstances(label: string, instances: Instance[], keys: string[], rev
 
 /** Gateways as `settings` say, on a fresh database holding the data set under `ds.shape.clients` fresh keys. */
 export async function startGateways(label: string, settings: GatewaySettings, ds: Dataset): Promise<Target> {
-  if (settings.store === 'sqlite' && settings.instances > 1) throw new Error('several instances need the postgresql store (SQLite is one instance\'s file)');
+  if (settings.store === 'sqlite' && settings.instances > 1) throw new Error("several instances need the postgresql store (SQLite is one instance's file)");
   const keys = Array.from({ length: ds.shape.clients }, () => randomUUID());
   const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
   const sqlitePath = join(dir, 'rbac.sqlite3');
@@ -115,7 +115,9 @@ export async function startGateways(label: string, settings: GatewaySettings, ds
       drop = db.drop;
       storeEnv = { AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: db.url };
     }
-    console.log(`  seeded ${ds.changes.length.toLocaleString('en-US')} writes × ${keys.length} client(s) into ${settings.store} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    console.log(
+      `  seeded ${ds.changes.length.toLocaleString('en-US')} writes × ${keys.length} client(s) into ${settings.store} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
     for (let i = 0; i < settings.instances; i++) instances.push(await launch(settings, storeEnv));
   } catch (err) {
     for (const i of instances) await i.stop();
@@ -128,7 +130,14 @@ export async function startGateways(label: string, settings: GatewaySettings, ds
 /** The bare uWebSockets.js server answering has_permission with the gateway's own bodies (same size, same headers). */
 export async function startBare(bodyTrue: string, bodyFalse: string, revision: number): Promise<Target> {
   const port = await freePort();
-  const env = { ...baseEnv(), BARE_PORT: String(port), BARE_BODY_TRUE: bodyTrue, BARE_BODY_FALSE: bodyFalse, BARE_REVISION: String(revision), BARE_REQUEST_ID_LEN: '16' };
+  const env = {
+    ...baseEnv(),
+    BARE_PORT: String(port),
+    BARE_BODY_TRUE: bodyTrue,
+    BARE_BODY_FALSE: bodyFalse,
+    BARE_REVISION: String(revision),
+    BARE_REQUEST_ID_LEN: '16',
+  };
   const child: Child = spawnChild('bare', process.execPath, ['--import', 'tsx', 'bench/lib/bare-server.ts'], { cwd: ROOT, env });
   await waitForOutput(child, /"event":"primary\.listening"/, 20_000);
   return {
@@ -160,7 +169,9 @@ export async function attachTarget(url: string, ds: Dataset): Promise<Target> {
     throw err;
   }
   const revision = (await client.listRoles()).revision ?? 0;
-  console.log(`  seeded ${ds.changes.length} writes over HTTP under a fresh key in ${((performance.now() - started) / 1000).toFixed(1)} s (revision ${revision})`);
+  console.log(
+    `  seeded ${ds.changes.length} writes over HTTP under a fresh key in ${((performance.now() - started) / 1000).toFixed(1)} s (revision ${revision})`,
+  );
   const pid = Number(process.env.BENCH_TARGET_PID ?? NaN);
   const local = Number.isInteger(pid) && pid > 0;
   return {

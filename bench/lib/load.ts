@@ -66,10 +66,13 @@ function one(url: string, spec: LoadSpec, connections: number, offset: number, h
     ...(spec.rate === undefined ? {} : { overallRate: Math.max(1, Math.round((spec.rate * connections) / spec.connections)) }),
   };
   return new Promise<autocannon.Result>((resolve, reject) => {
-    const guard = setTimeout(() => {
-      instance.stop();
-      reject(new Error(`autocannon did not finish within ${spec.durationS + 30} s`));
-    }, (spec.durationS + 30) * 1000);
+    const guard = setTimeout(
+      () => {
+        instance.stop();
+        reject(new Error(`autocannon did not finish within ${spec.durationS + 30} s`));
+      },
+      (spec.durationS + 30) * 1000,
+    );
     const instance = autocannon(options, (err: unknown, r) => {
       clearTimeout(guard);
       if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));

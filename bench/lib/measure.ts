@@ -66,14 +66,19 @@ export function print(label: string, what: string, r: RunFigures, failures?: str
     `  ${label.padEnd(22)} ${what.padEnd(9)} ${Math.round(r.rps).toString().padStart(7)} req/s  p50 ${r.latency.p50.toFixed(2)}  p99 ${r.latency.p99.toFixed(2)} ms` +
       `  ${cpu} µs cpu/op  server ${r.serverCores?.toFixed(2) ?? '-'} other ${r.otherCores.toFixed(2)} cores  non2xx ${r.non2xx} errors ${r.errors}`,
   );
-  if (failures !== undefined && (r.non2xx > 0 || r.errors > 0)) failures.push(`${label} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors${r.errorKinds === undefined ? '' : ` (${JSON.stringify(r.errorKinds).slice(0, 200)})`}`);
+  if (failures !== undefined && (r.non2xx > 0 || r.errors > 0))
+    failures.push(
+      `${label} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors${r.errorKinds === undefined ? '' : ` (${JSON.stringify(r.errorKinds).slice(0, 200)})`}`,
+    );
 }
 
 /** The ceiling: the bare server, answering has_permission with bodies captured from the gateway. */
 async function ceilingOf(target: Target, ds: Dataset, settings: RunSettings): Promise<{ bare: Target; mix: Mix }> {
   const [yes, no] = [probes(ds, 1, 0, 5)[0], probes(ds, 1, 0.9, 6)[0]];
   const body = async (p: typeof yes): Promise<string> => {
-    const res = await fetch(`${target.baseUrls[0]}/api/has_permission/${encodeURIComponent(p?.user ?? '')}/${encodeURIComponent(p?.permission ?? '')}`, { headers: { authorization: `Bearer ${target.keys[0]}` } });
+    const res = await fetch(`${target.baseUrls[0]}/api/has_permission/${encodeURIComponent(p?.user ?? '')}/${encodeURIComponent(p?.permission ?? '')}`, {
+      headers: { authorization: `Bearer ${target.keys[0]}` },
+    });
     return res.text();
   };
   const bare = await startBare(await body(yes), await body(no), target.revision);
@@ -126,8 +131,16 @@ export async function measureLoad(run: Run): Promise<RunResult> {
   const { target, mix, setup } = await prepare(run, ds);
   const failures: string[] = [];
   const result: RunResult = {
-    scenario: run.scenario, label: run.label, settings, memberships: memberships(settings.data), connections: settings.connections,
-    figures: summarise([]), rounds: [], extra: {}, correctness: newTally(), failures,
+    scenario: run.scenario,
+    label: run.label,
+    settings,
+    memberships: memberships(settings.data),
+    connections: settings.connections,
+    figures: summarise([]),
+    rounds: [],
+    extra: {},
+    correctness: newTally(),
+    failures,
   };
   let ceiling: { bare: Target; mix: Mix } | undefined;
   try {
@@ -138,7 +151,14 @@ export async function measureLoad(run: Run): Promise<RunResult> {
     const records = new Map<string, RunFigures[]>(servers.map(([l]) => [l, []]));
     let n = 0;
     const go = async ([label, t, m]: [string, Target, Mix], what: string, durationS: number): Promise<RunFigures> => {
-      const r = await runLoad({ target: t, mix: m, connections: settings.connections, durationS, run: n++, ...(settings.rate > 0 ? { rate: settings.rate } : {}) });
+      const r = await runLoad({
+        target: t,
+        mix: m,
+        connections: settings.connections,
+        durationS,
+        run: n++,
+        ...(settings.rate > 0 ? { rate: settings.rate } : {}),
+      });
       print(label, what, r, failures);
       return r;
     };
@@ -171,7 +191,10 @@ export async function measureLoad(run: Run): Promise<RunResult> {
   }
   merge(result.correctness, setup);
   merge(result.correctness, mix.tally);
-  if (result.correctness.wrong > 0) failures.push(`${run.label}: ${result.correctness.wrong} wrong answers of ${result.correctness.checked} checked (${result.correctness.examples.join('; ')})`);
+  if (result.correctness.wrong > 0)
+    failures.push(
+      `${run.label}: ${result.correctness.wrong} wrong answers of ${result.correctness.checked} checked (${result.correctness.examples.join('; ')})`,
+    );
   if (result.correctness.checked === 0) failures.push(`${run.label}: no answer was checked`);
   return result;
 }

@@ -32,13 +32,28 @@ export function markdown(r: Report): string {
   const rows = [['scenario', 'run', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/op', 'vs bare CPU', 'p99 ms @80%', 'RSS MiB', 'checked', 'wrong']];
   for (const x of r.runs) {
     rows.push([
-      x.scenario, x.label, int(x.figures.rps), num(x.figures.p50, 2), num(x.figures.p99, 2), num(x.figures.cpuPerOpUs),
-      x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}×`, num(x.fixedRate?.latency.p99, 2), num(x.figures.rssMb, 0),
-      String(x.correctness.checked), String(x.correctness.wrong),
+      x.scenario,
+      x.label,
+      int(x.figures.rps),
+      num(x.figures.p50, 2),
+      num(x.figures.p99, 2),
+      num(x.figures.cpuPerOpUs),
+      x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}×`,
+      num(x.fixedRate?.latency.p99, 2),
+      num(x.figures.rssMb, 0),
+      String(x.correctness.checked),
+      String(x.correctness.wrong),
     ]);
   }
   const md = (rs: string[][]): string => rs.map((row, i) => `| ${row.join(' | ')} |${i === 0 ? `\n|${row.map(() => '---').join('|')}|` : ''}`).join('\n');
-  const extras = r.runs.filter((x) => Object.keys(x.extra).length > 0).map((x) => `- ${x.scenario} / ${x.label}: ${Object.entries(x.extra).map(([k, v]) => `${k} ${num(v, k.endsWith('Ratio') ? 3 : 1)}`).join(', ')}`);
+  const extras = r.runs
+    .filter((x) => Object.keys(x.extra).length > 0)
+    .map(
+      (x) =>
+        `- ${x.scenario} / ${x.label}: ${Object.entries(x.extra)
+          .map(([k, v]) => `${k} ${num(v, k.endsWith('Ratio') ? 3 : 1)}`)
+          .join(', ')}`,
+    );
   return [
     `# Benchmark results, ${r.startedAt}${r.quick ? ' (quick)' : ''}`,
     '',
@@ -54,7 +69,15 @@ export function markdown(r: Report): string {
 export function printTable(r: Report): void {
   const rows = [['run', 'req/s', 'p99 ms', 'cpu µs/op', 'vs bare', 'p99 @80%', 'wrong']];
   for (const x of r.runs) {
-    rows.push([`${x.scenario}/${x.label}`, int(x.figures.rps), num(x.figures.p99, 2), num(x.figures.cpuPerOpUs), x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}x`, num(x.fixedRate?.latency.p99, 2), String(x.correctness.wrong)]);
+    rows.push([
+      `${x.scenario}/${x.label}`,
+      int(x.figures.rps),
+      num(x.figures.p99, 2),
+      num(x.figures.cpuPerOpUs),
+      x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}x`,
+      num(x.fixedRate?.latency.p99, 2),
+      String(x.correctness.wrong),
+    ]);
   }
   console.log(`\n${table(rows)}`);
 }

@@ -77,7 +77,8 @@ export function buildMix(input: MixInput): Mix {
         req.method = write % 2 === 0 ? 'POST' : 'DELETE';
         req.path = `/api/permission/${WRITE_ROLE}/${name}`;
         const want = write++ % 2 === 0 ? 201 : 200;
-        if (i % settings.verifyEvery === 0) check(req, (status) => (status === want ? undefined : `${req.method} ${req.path}: status ${status}, expected ${want}`));
+        if (i % settings.verifyEvery === 0)
+          check(req, (status) => (status === want ? undefined : `${req.method} ${req.path}: status ${status}, expected ${want}`));
       } else if (i % settings.verifyEvery === 0) {
         if (req.expect !== undefined) check(req, req.expect);
       }
@@ -104,14 +105,24 @@ function requestOf(route: Route, rand: () => number, s: Sources): Built {
   switch (route) {
     case 'has_permission': {
       const p = pick(s.probes);
-      return { method: 'GET', path: `/api/has_permission/${enc(p.user)}/${enc(p.permission)}`, expect: expectData(`has_permission(${p.user}, ${p.permission})`, () => ({ has_permission: p.expected })) };
+      return {
+        method: 'GET',
+        path: `/api/has_permission/${enc(p.user)}/${enc(p.permission)}`,
+        expect: expectData(`has_permission(${p.user}, ${p.permission})`, () => ({ has_permission: p.expected })),
+      };
     }
     case 'check': {
       const batch = pick(s.batches);
       const body = JSON.stringify({ checks: batch.map((p) => ({ user: p.user, permission: p.permission })) });
       const results = batch.map((p) => ({ user: p.user, permission: p.permission, has_permission: p.expected }));
       const expected = () => ({ results, all: results.every((r) => r.has_permission), any: results.some((r) => r.has_permission) });
-      return { method: 'POST', path: '/api/check', body, headers: { 'content-type': 'application/json' }, expect: expectData(`check of ${batch.length}`, expected) };
+      return {
+        method: 'POST',
+        path: '/api/check',
+        body,
+        headers: { 'content-type': 'application/json' },
+        expect: expectData(`check of ${batch.length}`, expected),
+      };
     }
     case 'which_users_can': {
       const page = Math.floor(rand() * s.pages.length);
@@ -121,7 +132,11 @@ function requestOf(route: Route, rand: () => number, s: Sources): Built {
     }
     case 'user_permissions': {
       const user = pick(s.users);
-      return { method: 'GET', path: `/api/user_permissions/${enc(user)}`, expect: expectData(`user_permissions(${user})`, () => s.ds.model.userPermissions(user)) };
+      return {
+        method: 'GET',
+        path: `/api/user_permissions/${enc(user)}`,
+        expect: expectData(`user_permissions(${user})`, () => s.ds.model.userPermissions(user)),
+      };
     }
     case 'write':
       return { method: 'POST' };
@@ -138,7 +153,11 @@ const JSON_BODY = { 'content-type': 'application/json' };
  */
 function evaluationOf(p: Probe): { subject: object; action: object; resource: object } {
   const colon = p.permission.lastIndexOf(':');
-  return { subject: { type: 'user', id: p.user }, action: { name: p.permission.slice(colon + 1) }, resource: { type: p.permission.slice(0, colon), id: 'bench' } };
+  return {
+    subject: { type: 'user', id: p.user },
+    action: { name: p.permission.slice(colon + 1) },
+    resource: { type: p.permission.slice(0, colon), id: 'bench' },
+  };
 }
 
 /** The AuthZEN routes: a single evaluation, a batch, a page of 1,000 holders of the hot permission. */
@@ -146,21 +165,40 @@ function authzenRequest(route: Route, pick: <T>(xs: readonly T[]) => T, s: Sourc
   if (route === 'authzen_evaluation') {
     const p = pick(s.probes);
     const body = JSON.stringify(evaluationOf(p));
-    return { method: 'POST', path: '/access/v1/evaluation', body, headers: JSON_BODY, expect: expectJson(`evaluation(${p.user}, ${p.permission})`, (b) => b.decision === p.expected) };
+    return {
+      method: 'POST',
+      path: '/access/v1/evaluation',
+      body,
+      headers: JSON_BODY,
+      expect: expectJson(`evaluation(${p.user}, ${p.permission})`, (b) => b.decision === p.expected),
+    };
   }
   if (route === 'authzen_evaluations') {
     const batch = pick(s.batches);
     const body = JSON.stringify({ evaluations: batch.map(evaluationOf) });
     const want = batch.map((p) => p.expected);
-    const same = (b: Record<string, unknown>): boolean => JSON.stringify((b.evaluations as Array<{ decision: boolean }> | undefined)?.map((e) => e.decision)) === JSON.stringify(want);
+    const same = (b: Record<string, unknown>): boolean =>
+      JSON.stringify((b.evaluations as Array<{ decision: boolean }> | undefined)?.map((e) => e.decision)) === JSON.stringify(want);
     return { method: 'POST', path: '/access/v1/evaluations', body, headers: JSON_BODY, expect: expectJson(`evaluations of ${batch.length}`, same) };
   }
   const colon = HOT_PERMISSION.lastIndexOf(':');
-  const query = { subject: { type: 'user' }, action: { name: HOT_PERMISSION.slice(colon + 1) }, resource: { type: HOT_PERMISSION.slice(0, colon), id: 'bench' }, page: { limit: 1000 } };
+  const query = {
+    subject: { type: 'user' },
+    action: { name: HOT_PERMISSION.slice(colon + 1) },
+    resource: { type: HOT_PERMISSION.slice(0, colon), id: 'bench' },
+    page: { limit: 1000 },
+  };
   const holders = s.ds.model.whichUsersCan(HOT_PERMISSION);
   const want = JSON.stringify(holders.slice(0, 1000).map(({ user }) => ({ type: 'user', id: user })));
-  const same = (b: Record<string, unknown>): boolean => (b.page as { total?: number } | undefined)?.total === holders.length && JSON.stringify(b.results) === want;
-  return { method: 'POST', path: '/access/v1/search/subject', body: JSON.stringify(query), headers: JSON_BODY, expect: expectJson('search/subject page of 1000', same) };
+  const same = (b: Record<string, unknown>): boolean =>
+    (b.page as { total?: number } | undefined)?.total === holders.length && JSON.stringify(b.results) === want;
+  return {
+    method: 'POST',
+    path: '/access/v1/search/subject',
+    body: JSON.stringify(query),
+    headers: JSON_BODY,
+    expect: expectJson('search/subject page of 1000', same),
+  };
 }
 
 /** A judge of an AuthZEN answer (no envelope): 200 and a body `holds` accepts. */

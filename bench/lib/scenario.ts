@@ -13,14 +13,7 @@ import { ROOT } from '../../tests/helpers/launcher.ts';
 export const SCENARIOS = process.env.BENCH_SCENARIOS ?? join(ROOT, 'bench', 'scenarios');
 
 export type Route =
-  | 'has_permission'
-  | 'check'
-  | 'which_users_can'
-  | 'user_permissions'
-  | 'write'
-  | 'authzen_evaluation'
-  | 'authzen_evaluations'
-  | 'authzen_search_subject';
+  'has_permission' | 'check' | 'which_users_can' | 'user_permissions' | 'write' | 'authzen_evaluation' | 'authzen_evaluations' | 'authzen_search_subject';
 export const ROUTES: readonly Route[] = [
   'has_permission',
   'check',
@@ -149,7 +142,13 @@ const dataSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    users: positive, roles: positive, permissions: positive, rolesPerUser: positive, clients: positive, hotHolders: count, seed: count,
+    users: positive,
+    roles: positive,
+    permissions: positive,
+    rolesPerUser: positive,
+    clients: positive,
+    hotHolders: count,
+    seed: count,
     grantsPerRole: { type: 'array', items: positive, minItems: 2, maxItems: 2 },
     pareto: { type: 'number', exclusiveMinimum: 0 },
   },
@@ -158,7 +157,11 @@ const gatewaySchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    engine: { enum: ['uws', 'node'] }, store: { enum: ['sqlite', 'postgresql'] }, workers: positive, instances: positive, metrics: { type: 'boolean' },
+    engine: { enum: ['uws', 'node'] },
+    store: { enum: ['sqlite', 'postgresql'] },
+    workers: positive,
+    instances: positive,
+    metrics: { type: 'boolean' },
     env: { type: 'object', additionalProperties: { type: 'string' } },
   },
 };
@@ -170,8 +173,15 @@ const runProperties = {
   denials: { type: 'number', minimum: 0, maximum: 0.9 },
   checkBatch: { type: 'integer', minimum: 1, maximum: 1000 },
   pageSize: { type: 'integer', minimum: 1, maximum: 10000 },
-  connections: positive, durationS: positive, warmupS: count, rounds: positive, verifyEvery: positive,
-  ceiling: { type: 'boolean' }, fixedRate: { type: 'boolean' }, rate: count, schedules: { type: 'integer', minimum: 0, maximum: 100 },
+  connections: positive,
+  durationS: positive,
+  warmupS: count,
+  rounds: positive,
+  verifyEvery: positive,
+  ceiling: { type: 'boolean' },
+  fixedRate: { type: 'boolean' },
+  rate: count,
+  schedules: { type: 'integer', minimum: 0, maximum: 100 },
 };
 const variantSchema = { type: 'object', additionalProperties: false, required: ['label'], properties: { label: { type: 'string' }, ...runProperties } };
 const fileProperties = {
@@ -186,12 +196,20 @@ const schema = {
   type: 'object',
   additionalProperties: false,
   required: ['title', 'models'],
-  properties: { title: { type: 'string' }, models: { type: 'string' }, ...fileProperties, quick: { type: 'object', additionalProperties: false, properties: fileProperties } },
+  properties: {
+    title: { type: 'string' },
+    models: { type: 'string' },
+    ...fileProperties,
+    quick: { type: 'object', additionalProperties: false, properties: fileProperties },
+  },
 };
 const validate = new Ajv({ allErrors: true }).compile<ScenarioFile>(schema);
 
 export function scenarioNames(): string[] {
-  return readdirSync(SCENARIOS).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -5)).sort();
+  return readdirSync(SCENARIOS)
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => f.slice(0, -5))
+    .sort();
 }
 
 export function readScenario(name: string): ScenarioFile {
@@ -213,7 +231,9 @@ export function parseScenario(name: string, text: string): ScenarioFile {
     throw new Error(`scenario ${name}: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (!validate(parsed)) {
-    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`);
+    const problems = (validate.errors ?? []).map(
+      (e) => `${e.instancePath || '/'} ${e.message ?? ''}${e.params && 'additionalProperty' in e.params ? ` (${String(e.params.additionalProperty)})` : ''}`,
+    );
     throw new Error(`scenario ${name}: ${problems.join('; ')}`);
   }
   return parsed;

@@ -20,7 +20,18 @@ const FIRST_REQUESTS = 100;
 
 function emptyResult(run: Run): RunResult {
   const s = run.settings;
-  return { scenario: run.scenario, label: run.label, settings: s, memberships: memberships(s.data), connections: s.connections, figures: summarise([]), rounds: [], extra: {}, correctness: newTally(), failures: [] };
+  return {
+    scenario: run.scenario,
+    label: run.label,
+    settings: s,
+    memberships: memberships(s.data),
+    connections: s.connections,
+    figures: summarise([]),
+    rounds: [],
+    extra: {},
+    correctness: newTally(),
+    failures: [],
+  };
 }
 
 /** One round of cold hydration: `FIRST_REQUESTS` has_permission requests of a client nobody asked about yet, all at once. */
@@ -28,9 +39,16 @@ async function coldRound(baseUrl: string, key: string, sample: ReturnType<typeof
   const t0 = performance.now();
   const latencies = await Promise.all(
     sample.map(async (p) => {
-      const res = await fetch(`${baseUrl}/api/has_permission/${encodeURIComponent(p.user)}/${encodeURIComponent(p.permission)}`, { headers: { authorization: `Bearer ${key}` } });
+      const res = await fetch(`${baseUrl}/api/has_permission/${encodeURIComponent(p.user)}/${encodeURIComponent(p.permission)}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       const body = (await res.json()) as { data?: { has_permission?: unknown } };
-      record(tally, res.status === 200 && body.data?.has_permission === p.expected ? undefined : `first request has_permission(${p.user}, ${p.permission}): HTTP ${res.status} ${JSON.stringify(body).slice(0, 120)}`);
+      record(
+        tally,
+        res.status === 200 && body.data?.has_permission === p.expected
+          ? undefined
+          : `first request has_permission(${p.user}, ${p.permission}): HTTP ${res.status} ${JSON.stringify(body).slice(0, 120)}`,
+      );
       return performance.now() - t0;
     }),
   );
@@ -53,12 +71,23 @@ export async function measureHydration(run: Run): Promise<RunResult> {
       const cpu = (target.cpuSeconds() ?? NaN) - cpu0;
       const after = await scrape(target.metricsUrls);
       const hydrations = before !== undefined && after !== undefined ? delta(before, after).hydrations : NaN;
-      if (hydrations !== 1) result.failures.push(`${run.label} round ${r + 1}: ${hydrations} hydrations for ${FIRST_REQUESTS} concurrent first requests of one client (expected 1)`);
+      if (hydrations !== 1)
+        result.failures.push(
+          `${run.label} round ${r + 1}: ${hydrations} hydrations for ${FIRST_REQUESTS} concurrent first requests of one client (expected 1)`,
+        );
       latencies.sort((a, b) => a - b);
       const figures: RunFigures = {
-        requests: FIRST_REQUESTS, durationS: ms / 1000, rps: FIRST_REQUESTS / (ms / 1000),
+        requests: FIRST_REQUESTS,
+        durationS: ms / 1000,
+        rps: FIRST_REQUESTS / (ms / 1000),
         latency: { p50: latencies[49] ?? NaN, p99: latencies[98] ?? NaN, p999: latencies[99] ?? NaN, max: latencies[99] ?? NaN },
-        non2xx: 0, errors: 0, cpuPerOpUs: (cpu / FIRST_REQUESTS) * 1e6, serverCores: cpu / (ms / 1000), otherCores: 0, rssMb: target.rssMb() ?? null, logLines: 0,
+        non2xx: 0,
+        errors: 0,
+        cpuPerOpUs: (cpu / FIRST_REQUESTS) * 1e6,
+        serverCores: cpu / (ms / 1000),
+        otherCores: 0,
+        rssMb: target.rssMb() ?? null,
+        logLines: 0,
       };
       print(run.label, `round ${r + 1}`, figures);
       console.log(`    all ${FIRST_REQUESTS} answered after ${ms.toFixed(1)} ms, ${hydrations} hydration(s), ${(cpu * 1000).toFixed(0)} ms server CPU`);
@@ -71,7 +100,8 @@ export async function measureHydration(run: Run): Promise<RunResult> {
   }
   result.figures = summarise(result.rounds);
   result.extra = { allAnsweredMs: median(times), serverCpuMsPerHydration: median(cpus) };
-  if (result.correctness.wrong > 0) result.failures.push(`${run.label}: ${result.correctness.wrong} wrong first answers (${result.correctness.examples.join('; ')})`);
+  if (result.correctness.wrong > 0)
+    result.failures.push(`${run.label}: ${result.correctness.wrong} wrong first answers (${result.correctness.examples.join('; ')})`);
   return result;
 }
 
@@ -86,7 +116,8 @@ function floodMix(verifyEvery: number): Mix {
         setupRequest: (r) => ({ ...r, headers: { authorization: `Bearer ${randomUUID()}` } }),
       };
       if (i % verifyEvery === 0) {
-        req.onResponse = (status, body) => record(tally, status === 200 && /"has_permission":false/.test(body) ? undefined : `unknown key: HTTP ${status} ${body.slice(0, 120)}`);
+        req.onResponse = (status, body) =>
+          record(tally, status === 200 && /"has_permission":false/.test(body) ? undefined : `unknown key: HTTP ${status} ${body.slice(0, 120)}`);
       }
       return req;
     });
@@ -124,10 +155,16 @@ export async function measureFlood(run: Run): Promise<RunResult> {
     result.rounds = [f];
     result.figures = summarise([f]);
     result.extra = {
-      floodRps: f.rps, realRps: r.rps, realP99AloneMs: alone.latency.p99, realP99UnderFloodMs: r.latency.p99,
-      hydrations: d?.hydrations ?? NaN, cacheClients: d?.cacheClients ?? NaN,
+      floodRps: f.rps,
+      realRps: r.rps,
+      realP99AloneMs: alone.latency.p99,
+      realP99UnderFloodMs: r.latency.p99,
+      hydrations: d?.hydrations ?? NaN,
+      cacheClients: d?.cacheClients ?? NaN,
     };
-    console.log(`    flood: ${d?.hydrations} hydrations, ${d?.cacheClients} cached clients; real client p99 ${alone.latency.p99.toFixed(2)} ms alone, ${r.latency.p99.toFixed(2)} ms under the flood`);
+    console.log(
+      `    flood: ${d?.hydrations} hydrations, ${d?.cacheClients} cached clients; real client p99 ${alone.latency.p99.toFixed(2)} ms alone, ${r.latency.p99.toFixed(2)} ms under the flood`,
+    );
   } finally {
     await target.stop();
   }
@@ -136,6 +173,7 @@ export async function measureFlood(run: Run): Promise<RunResult> {
     result.correctness.wrong += t.wrong;
     result.correctness.examples.push(...t.examples);
   }
-  if (result.correctness.wrong > 0) result.failures.push(`${run.label}: ${result.correctness.wrong} wrong answers (${result.correctness.examples.slice(0, 3).join('; ')})`);
+  if (result.correctness.wrong > 0)
+    result.failures.push(`${run.label}: ${result.correctness.wrong} wrong answers (${result.correctness.examples.slice(0, 3).join('; ')})`);
   return result;
 }

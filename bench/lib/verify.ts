@@ -68,7 +68,12 @@ export async function pageUrls(client: RbacClient, ds: Dataset, size: number, ta
     urls.push(cursor === undefined ? base : `${base}&cursor=${encodeURIComponent(cursor)}`);
     const res = await client.whichUsersCan(HOT_PERMISSION, { limit: size, ...(cursor === undefined ? {} : { cursor }) });
     const want = JSON.stringify(all.slice(page * size, (page + 1) * size));
-    record(tally, res.status === 200 && JSON.stringify(res.data) === want ? undefined : `which_users_can page ${page}: HTTP ${res.status}, ${JSON.stringify(res.data)?.slice(0, 120)}`);
+    record(
+      tally,
+      res.status === 200 && JSON.stringify(res.data) === want
+        ? undefined
+        : `which_users_can page ${page}: HTTP ${res.status}, ${JSON.stringify(res.data)?.slice(0, 120)}`,
+    );
     cursor = res.nextCursor;
     if (page > all.length / size + 1) throw new Error('which_users_can: more pages than the model holds');
   }

@@ -22,7 +22,13 @@ export interface MicroTask {
   fn: () => unknown;
 }
 
-const FILES: Record<string, { tasks: MicroTask[] }> = { 'authz/graph': graph, 'authz/page': page, 'http/input/credentials': credentials, 'http/handle/api-handler': apiHandler, 'worker/write-pipeline': pipeline };
+const FILES: Record<string, { tasks: MicroTask[] }> = {
+  'authz/graph': graph,
+  'authz/page': page,
+  'http/input/credentials': credentials,
+  'http/handle/api-handler': apiHandler,
+  'worker/write-pipeline': pipeline,
+};
 
 async function main(): Promise<number> {
   const filter = process.argv[2] ?? '';

@@ -59,24 +59,32 @@ export class AuditTrail {
   #flushSoon(delayMs: number): void {
     if (this.#flushing !== undefined || (this.#timer !== undefined && delayMs > 0)) return;
     this.#clock.clearTimeout(this.#timer);
-    this.#timer = this.#clock.setTimeout(() => {
-      this.#timer = undefined;
-      this.#flushing = this.#flushAll().finally(() => {
-        this.#flushing = undefined;
-        // Rows recorded after the last batch went out, while this flush was ending, go next.
-        if (this.#pending.length > 0 && this.#timer === undefined) this.#flushSoon(FLUSH_DELAY_MS);
-      });
-    }, delayMs, BACKGROUND);
+    this.#timer = this.#clock.setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#flushing = this.#flushAll().finally(() => {
+          this.#flushing = undefined;
+          // Rows recorded after the last batch went out, while this flush was ending, go next.
+          if (this.#pending.length > 0 && this.#timer === undefined) this.#flushSoon(FLUSH_DELAY_MS);
+        });
+      },
+      delayMs,
+      BACKGROUND,
+    );
   }
 
   async #flushAll(): Promise<void> {
     while (this.#pending.length > 0) {
       if (!(await this.#flushBatch())) {
         // The database is away: try again later, keeping the rows.
-        this.#timer = this.#clock.setTimeout(() => {
-          this.#timer = undefined;
-          this.#flushSoon(0);
-        }, RETRY_DELAY_MS, BACKGROUND);
+        this.#timer = this.#clock.setTimeout(
+          () => {
+            this.#timer = undefined;
+            this.#flushSoon(0);
+          },
+          RETRY_DELAY_MS,
+          BACKGROUND,
+        );
         return;
       }
     }

@@ -11,14 +11,7 @@ export type Change =
 
 export type ChangeOp = Change['op'];
 
-export const CHANGE_OPS: readonly ChangeOp[] = [
-  'role.create',
-  'role.delete',
-  'permission.grant',
-  'permission.revoke',
-  'membership.add',
-  'membership.remove',
-];
+export const CHANGE_OPS: readonly ChangeOp[] = ['role.create', 'role.delete', 'permission.grant', 'permission.revoke', 'membership.add', 'membership.remove'];
 
 /** A change as the changelog keeps it. */
 export interface ChangeRecord {

@@ -84,9 +84,10 @@ export const AUTHZEN_SCHEMAS = {
 export type AuthzenSchemaName = keyof typeof AUTHZEN_SCHEMAS;
 
 const ajv = new Ajv({ allErrors: false, strict: true });
-const validators = Object.fromEntries(
-  Object.entries(AUTHZEN_SCHEMAS).map(([k, schema]) => [k, ajv.compile(schema)]),
-) as Record<AuthzenSchemaName, ValidateFunction>;
+const validators = Object.fromEntries(Object.entries(AUTHZEN_SCHEMAS).map(([k, schema]) => [k, ajv.compile(schema)])) as Record<
+  AuthzenSchemaName,
+  ValidateFunction
+>;
 
 /** The dotted path of the field an ajv error is about (`subject.type`, `page.limit`). */
 function fieldOf(e: ErrorObject): string {

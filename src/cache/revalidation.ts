@@ -43,7 +43,12 @@ export async function loadClientIndex(cache: TenantCache, store: RevisionSource)
  * one query per batch, and a changelog replay (or a drop) for each graph found behind.
  */
 export function startRevalidation(
-  cache: TenantCache, store: RevisionSource, replay: (tenant: TenantId) => Replay, created: CreatedCursor, periodMs: number, log: RevalidationLog,
+  cache: TenantCache,
+  store: RevisionSource,
+  replay: (tenant: TenantId) => Replay,
+  created: CreatedCursor,
+  periodMs: number,
+  log: RevalidationLog,
 ): { now(): Promise<void>; stop(): void } {
   let running: Promise<void> | undefined;
   const run = async (): Promise<void> => {

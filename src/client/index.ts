@@ -137,7 +137,15 @@ export interface ClientOptions {
 }
 
 import type {
-  ActionSearchRequest, AuthzenEntity, AuthzenMetadata, Decision, EvaluationRequest, EvaluationsRequest, Explanation, ResourceSearchRequest, SearchPage,
+  ActionSearchRequest,
+  AuthzenEntity,
+  AuthzenMetadata,
+  Decision,
+  EvaluationRequest,
+  EvaluationsRequest,
+  Explanation,
+  ResourceSearchRequest,
+  SearchPage,
   SubjectSearchRequest,
 } from './authzen.ts';
 
@@ -306,7 +314,11 @@ export class RbacClient {
     return this.request('GET', `/api/workflow/user/${seg(user)}/can_run/${seg(workflow)}`, { ...options });
   }
   /** Creates or replaces the workflow's schedule; the first run follows at once. */
-  scheduleWorkflow(workflow: string, body: { interval_seconds: number; webhook_url?: string | null }, options?: CallOptions): Promise<ApiResult<WorkflowScheduled>> {
+  scheduleWorkflow(
+    workflow: string,
+    body: { interval_seconds: number; webhook_url?: string | null },
+    options?: CallOptions,
+  ): Promise<ApiResult<WorkflowScheduled>> {
     return this.request('POST', `/api/workflow/schedule/${seg(workflow)}`, { ...options, body });
   }
   schedules(options?: PageOptions): Promise<ApiResult<WorkflowSchedule[]>> {

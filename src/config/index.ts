@@ -47,7 +47,6 @@ function parseValue(raw: unknown, p: PropSchema): unknown {
   return raw;
 }
 
-
 /**
  * AUTH_WEBHOOK_ALLOWED_HOSTS: comma-separated host names, IPv4 addresses or bracketed IPv6
  * addresses, each optionally with `:port`. A typo here would silently refuse every webhook, so
@@ -162,7 +161,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (cfg.AUTH_ALLOW_CORS && cfg.AUTH_CORS_ORIGINS !== '*') {
     for (const origin of cfg.AUTH_CORS_ORIGINS.split(',')) {
       if (!/^https?:\/\/[^\s/,]+$/.test(origin.trim())) {
-        throw new ConfigError(`AUTH_CORS_ORIGINS=${JSON.stringify(cfg.AUTH_CORS_ORIGINS)} is invalid: allowed is * or a comma-separated list of origins like https://app.example.com`);
+        throw new ConfigError(
+          `AUTH_CORS_ORIGINS=${JSON.stringify(cfg.AUTH_CORS_ORIGINS)} is invalid: allowed is * or a comma-separated list of origins like https://app.example.com`,
+        );
       }
     }
   }

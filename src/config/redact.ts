@@ -17,7 +17,11 @@ export function shownValue(key: string, value: unknown): unknown {
 /** The effective configuration, in the schema's order, with every secret replaced by `[redacted]`. */
 export function redactedConfig(config: Config): Record<string, unknown> {
   const values = config as unknown as Record<string, unknown>;
-  return Object.fromEntries(Object.keys(configSchema.properties).filter((k) => values[k] !== undefined).map((k) => [k, shownValue(k, values[k])]));
+  return Object.fromEntries(
+    Object.keys(configSchema.properties)
+      .filter((k) => values[k] !== undefined)
+      .map((k) => [k, shownValue(k, values[k])]),
+  );
 }
 
 /** `scheme://user:secret@host` → `scheme://user:[redacted]@host`; what does not parse is hidden whole. */

@@ -50,7 +50,8 @@ export type ConfigKey = keyof typeof configSchema.properties;
  * The settings. The database's are a union: with AUTH_DATABASE_TYPE=postgresql the URL is there
  * (checked once, when the configuration is loaded), so the store settings need no check of their own.
  */
-export type Config = ConfigFields & ({ readonly AUTH_DATABASE_TYPE: 'sqlite' } | { readonly AUTH_DATABASE_TYPE: 'postgresql'; readonly AUTH_POSTGRESQL_URL: string });
+export type Config = ConfigFields &
+  ({ readonly AUTH_DATABASE_TYPE: 'sqlite' } | { readonly AUTH_DATABASE_TYPE: 'postgresql'; readonly AUTH_POSTGRESQL_URL: string });
 
 interface ConfigFields {
   readonly AUTH_DATABASE_TYPE: 'sqlite' | 'postgresql';

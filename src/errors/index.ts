@@ -126,15 +126,13 @@ export const ERRORS = {
   ERR_STORE_CIRCUIT_OPEN: {
     status: 503,
     retryable: false,
-    message: (p: { readonly retryAfterMs: number }) =>
-      `the database is unavailable (circuit open, next attempt in ${Math.ceil(p.retryAfterMs / 1000)} s)`,
+    message: (p: { readonly retryAfterMs: number }) => `the database is unavailable (circuit open, next attempt in ${Math.ceil(p.retryAfterMs / 1000)} s)`,
   },
   /** Never retried: the connection broke while committing, so the write may be in. */
   ERR_STORE_COMMIT_UNKNOWN: {
     status: 503,
     retryable: false,
-    message: (p: { readonly what: string }) =>
-      `the connection to the database was lost while committing (${p.what}); the change may or may not be in`,
+    message: (p: { readonly what: string }) => `the connection to the database was lost while committing (${p.what}); the change may or may not be in`,
   },
   ERR_STORE_CONFLICT: {
     status: 503,

@@ -23,9 +23,7 @@ export interface ChangeMessage {
  * acknowledgement of an `apply` (`ack`). The primary's other messages are in ipc/protocol.ts.
  */
 export type ChangeToPrimary =
-  | { readonly t: 'hello' }
-  | { readonly t: 'change'; readonly id: number; readonly msgs: readonly ChangeMessage[] }
-  | { readonly t: 'ack'; readonly id: number };
+  { readonly t: 'hello' } | { readonly t: 'change'; readonly id: number; readonly msgs: readonly ChangeMessage[] } | { readonly t: 'ack'; readonly id: number };
 
 /** The change fan-out's IPC messages, primary → worker. */
 export type ChangeToWorker =

@@ -53,7 +53,14 @@ export function createLogger(level: LogLevel, base: Record<string, unknown> = {}
       entry.msg = msg;
       line = JSON.stringify(entry);
     } catch (err) {
-      line = JSON.stringify({ level: lvl, time, event, msg, ...base, log_error: `fields not serialisable: ${err instanceof Error ? err.message : String(err)}` });
+      line = JSON.stringify({
+        level: lvl,
+        time,
+        event,
+        msg,
+        ...base,
+        log_error: `fields not serialisable: ${err instanceof Error ? err.message : String(err)}`,
+      });
     }
     process.stdout.write(`${line}\n`);
   };

@@ -34,18 +34,31 @@ const spec = (name: string, type: MetricType, help: string, labels: readonly str
 });
 
 export const METRICS = {
-  httpRequests: spec('rbac_http_requests_total', 'counter', 'Requests to /api by route (OpenAPI operationId), method and status', ['route', 'method', 'status']),
+  httpRequests: spec('rbac_http_requests_total', 'counter', 'Requests to /api by route (OpenAPI operationId), method and status', [
+    'route',
+    'method',
+    'status',
+  ]),
   httpDuration: spec('rbac_http_request_duration_seconds', 'histogram', 'Time from reading a /api request to its answer', ['route', 'method'], {
     buckets: REQUEST_BUCKETS,
   }),
-  checkDecisions: spec('rbac_check_decisions_total', 'counter', 'Permission and membership decisions (has_permission, permission, membership, batch items, AuthZEN evaluations and their batch items)', ['result']),
+  checkDecisions: spec(
+    'rbac_check_decisions_total',
+    'counter',
+    'Permission and membership decisions (has_permission, permission, membership, batch items, AuthZEN evaluations and their batch items)',
+    ['result'],
+  ),
   cacheHits: spec('rbac_cache_hits_total', 'counter', 'Requests answered from a cached client graph'),
   cacheMisses: spec('rbac_cache_misses_total', 'counter', 'Requests that had to hydrate a client graph first'),
   cacheEvictions: spec('rbac_cache_evictions_total', 'counter', 'Client graphs evicted to stay within AUTH_CACHE_MAX_MB'),
   cacheClients: spec('rbac_cache_clients', 'gauge', 'Client graphs cached (summed over workers)'),
   cacheBytes: spec('rbac_cache_bytes', 'gauge', 'Estimated bytes of cached client graphs (summed over workers)'),
-  unknownClients: spec('rbac_unknown_client_requests_total', 'counter', 'Requests answered as a client that never wrote, from the client index (no database query, no cache entry)'),
-  indexedClients: spec('rbac_client_index_clients', 'gauge', 'Clients in the client index (each worker holds them all: the largest worker\'s count)', [], {
+  unknownClients: spec(
+    'rbac_unknown_client_requests_total',
+    'counter',
+    'Requests answered as a client that never wrote, from the client index (no database query, no cache entry)',
+  ),
+  indexedClients: spec('rbac_client_index_clients', 'gauge', "Clients in the client index (each worker holds them all: the largest worker's count)", [], {
     aggregation: 'max',
   }),
   hydration: spec('rbac_hydration_duration_seconds', 'histogram', 'Time to load and build a client graph', [], { buckets: SLOW_BUCKETS }),
@@ -62,7 +75,12 @@ export const METRICS = {
   workflowRunDuration: spec('rbac_workflow_run_duration_seconds', 'histogram', 'Time to make one workflow run (holders, diff, record)', [], {
     buckets: SLOW_BUCKETS,
   }),
-  webhookDeliveries: spec('rbac_webhook_deliveries_total', 'counter', 'Webhook delivery attempts by outcome: delivered, pending (a retry follows) or failed (no retry left)', ['result']),
+  webhookDeliveries: spec(
+    'rbac_webhook_deliveries_total',
+    'counter',
+    'Webhook delivery attempts by outcome: delivered, pending (a retry follows) or failed (no retry left)',
+    ['result'],
+  ),
   schedulerLeader: spec('rbac_workflow_scheduler_leader', 'gauge', '1 while this instance holds the workflow scheduler lease', [], { aggregation: 'first' }),
   buildInfo: spec('rbac_build_info', 'gauge', 'Always 1: the version, Node.js and HTTP engine running', ['version', 'node', 'engine'], {
     aggregation: 'first',

@@ -31,7 +31,12 @@ export interface RequestMetrics {
   unknownClient(): void;
 }
 
-export const NO_REQUEST_METRICS: RequestMetrics = { answered: () => undefined, decision: () => undefined, cache: () => undefined, unknownClient: () => undefined };
+export const NO_REQUEST_METRICS: RequestMetrics = {
+  answered: () => undefined,
+  decision: () => undefined,
+  cache: () => undefined,
+  unknownClient: () => undefined,
+};
 
 const BOUNDS: readonly number[] = REQUEST_BUCKETS;
 
@@ -112,8 +117,14 @@ export class RequestCounters implements RequestMetrics {
       { name: r.name, help: r.help, type: r.type, aggregator: r.aggregation, values: requests },
       { name: d.name, help: d.help, type: d.type, aggregator: d.aggregation, values: durations },
       {
-        name: c.name, help: c.help, type: c.type, aggregator: c.aggregation,
-        values: [{ value: this.#allow, labels: { result: 'allow' } }, { value: this.#deny, labels: { result: 'deny' } }],
+        name: c.name,
+        help: c.help,
+        type: c.type,
+        aggregator: c.aggregation,
+        values: [
+          { value: this.#allow, labels: { result: 'allow' } },
+          { value: this.#deny, labels: { result: 'deny' } },
+        ],
       },
     ];
   }

@@ -11,7 +11,6 @@ import { BUILD } from '../config/build.ts';
 import type { RunningScheduler } from './workflows.ts';
 import { ACK_TIMEOUT_MS } from '../ipc/timing.ts';
 
-
 /**
  * The primary: forks AUTH_WORKERS HTTP workers on one port, replaces a worker that dies (with
  * backoff), fans committed changes out between workers, and on SIGTERM/SIGINT stops them

@@ -36,7 +36,8 @@ export function startWorkflowScheduler(config: Config, log: Logger, metrics: Pri
       const update = afterAttempt(job, result, clock.now());
       // The reason names no URL, secret or client data: an error code or the receiver's status.
       if (update.status === 'failed') log.warn('webhook delivery failed; no retry left', { run: job.run.id, attempts: update.attempts, reason: result.reason });
-      else if (update.status === 'pending') log.debug('webhook delivery failed; retrying', { run: job.run.id, attempts: update.attempts, reason: result.reason });
+      else if (update.status === 'pending')
+        log.debug('webhook delivery failed; retrying', { run: job.run.id, attempts: update.attempts, reason: result.reason });
       return update;
     },
     owner: `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`,

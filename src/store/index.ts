@@ -3,7 +3,15 @@ import { PostgresStore } from './postgres/index.ts';
 import type { StoreSettings } from './settings.ts';
 import { SqliteStore } from './sqlite/index.ts';
 
-export { planThreads, storeSettings, type PostgresSettings, type PostgresStoreSettings, type SqliteStoreSettings, type StoreSettings, type ThreadPlan } from './settings.ts';
+export {
+  planThreads,
+  storeSettings,
+  type PostgresSettings,
+  type PostgresStoreSettings,
+  type SqliteStoreSettings,
+  type StoreSettings,
+  type ThreadPlan,
+} from './settings.ts';
 
 /**
  * The store factory: opens the adapter the settings name. It loads both drivers, so it is for a

@@ -101,7 +101,18 @@ export interface StoreRoles {
 export const STORE_METHODS = {
   tenant: ['load', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany'],
   audit: ['appendAudit', 'audit', 'pruneAudit'],
-  workflow: ['putSchedule', 'deleteSchedule', 'schedules', 'runs', 'takeLease', 'releaseLease', 'dueSchedules', 'runSchedule', 'claimDeliveries', 'recordDelivery'],
+  workflow: [
+    'putSchedule',
+    'deleteSchedule',
+    'schedules',
+    'runs',
+    'takeLease',
+    'releaseLease',
+    'dueSchedules',
+    'runSchedule',
+    'claimDeliveries',
+    'recordDelivery',
+  ],
   meta: ['ping', 'cursorSecret', 'claimEncryption'],
 } as const satisfies { readonly [R in keyof StoreRoles]: ReadonlyArray<keyof StoreRoles[R]> };
 

@@ -56,6 +56,10 @@ export function nextRunAt(dueAtMs: number, intervalSeconds: number, nowMs: numbe
 }
 
 /** Where a new run's delivery starts: pending now when the schedule has a webhook, else none. */
-export function deliveryOf(hasWebhook: boolean, webhookId: string, nowMs: number): { status: DeliveryStatus; webhookId: string | null; nextAttemptAt: number | null } {
+export function deliveryOf(
+  hasWebhook: boolean,
+  webhookId: string,
+  nowMs: number,
+): { status: DeliveryStatus; webhookId: string | null; nextAttemptAt: number | null } {
   return hasWebhook ? { status: 'pending', webhookId, nextAttemptAt: nowMs } : { status: 'none', webhookId: null, nextAttemptAt: null };
 }

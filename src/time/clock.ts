@@ -55,11 +55,15 @@ export function every(clock: Clock, ms: number, fn: () => void, options?: TimerO
   let timer: Timer | undefined;
   let stopped = false;
   const arm = (): void => {
-    timer = clock.setTimeout(() => {
-      if (stopped) return;
-      arm();
-      fn();
-    }, ms, options);
+    timer = clock.setTimeout(
+      () => {
+        if (stopped) return;
+        arm();
+        fn();
+      },
+      ms,
+      options,
+    );
   };
   arm();
   return {

@@ -54,9 +54,17 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
   let metrics: WorkerMetrics | undefined;
   const { pooled, store } = openResilientStore(config, log, () => metrics?.retried());
   try {
-    const cache = new TenantCache((tenant) => store.load(tenant), config.AUTH_CACHE_MAX_MB * 1024 * 1024, undefined, cacheEvents(() => metrics));
+    const cache = new TenantCache(
+      (tenant) => store.load(tenant),
+      config.AUTH_CACHE_MAX_MB * 1024 * 1024,
+      undefined,
+      cacheEvents(() => metrics),
+    );
     metrics = workerMetrics(config, cache, pooled, store);
-    const replay = (tenant: TenantId): Replay => (since) => store.changes(tenant, since, REPLAY_LIMIT);
+    const replay =
+      (tenant: TenantId): Replay =>
+      (since) =>
+        store.changes(tenant, since, REPLAY_LIMIT);
     const pipeline = new WritePipeline(
       {
         commit: (batch) => store.writeMany(batch),
@@ -87,7 +95,13 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
     const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
     const server = await startHttpServer({
-      config, log, cache, backend, engine, cursorSecret: await store.cursorSecret(), metrics: metrics?.requests ?? NO_REQUEST_METRICS,
+      config,
+      log,
+      cache,
+      backend,
+      engine,
+      cursorSecret: await store.cursorSecret(),
+      metrics: metrics?.requests ?? NO_REQUEST_METRICS,
     });
     return {
       port: server.port,

@@ -14,7 +14,10 @@ export function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: 
     // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
     // queue. The writer's response waits for this acknowledgement, so a replay that is slow
     // gives up the graph instead (the next request hydrates it) rather than hold the write.
-    const applied = msg.change === undefined ? cache.catchUp(msg.tenant, msg.revision, replay(msg.tenant)) : cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+    const applied =
+      msg.change === undefined
+        ? cache.catchUp(msg.tenant, msg.revision, replay(msg.tenant))
+        : cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
     if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
     else if (msg.at !== undefined) metrics?.invalidated(msg.remote === true ? 'instance' : 'worker', (Date.now() - msg.at) / 1000);
   });

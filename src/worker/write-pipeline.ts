@@ -129,8 +129,16 @@ export class WritePipeline {
 
   constructor(stages: WriteStages, limits: PipelineLimits) {
     this.#stages = stages;
-    this.#commit = new CoalescingStage(limits.commitSlots, (q) => this.#takeCommitBatch(q, limits.maxBatch), (b) => this.#commitBatch(b));
-    this.#fanOut = new CoalescingStage(limits.fanOutSlots, (q) => q.splice(0, limits.maxBatch), (b) => this.#fanOutBatch(b));
+    this.#commit = new CoalescingStage(
+      limits.commitSlots,
+      (q) => this.#takeCommitBatch(q, limits.maxBatch),
+      (b) => this.#commitBatch(b),
+    );
+    this.#fanOut = new CoalescingStage(
+      limits.fanOutSlots,
+      (q) => q.splice(0, limits.maxBatch),
+      (b) => this.#fanOutBatch(b),
+    );
   }
 
   /** Commits `change` and resolves once every worker of this instance sees it (or with its refusal). */

@@ -67,9 +67,14 @@ export class Scheduler {
     renew();
     const background = { unref: true };
     this.#leaseTimer = every(this.#o.clock, Math.max(50, Math.floor(this.#o.leaseMs / 4)), renew, background);
-    this.#tickTimer = every(this.#o.clock, this.#o.tickMs, () => {
-      if (this.#leader && this.#ticking === undefined) this.#ticking = this.#tick().finally(() => (this.#ticking = undefined));
-    }, background);
+    this.#tickTimer = every(
+      this.#o.clock,
+      this.#o.tickMs,
+      () => {
+        if (this.#leader && this.#ticking === undefined) this.#ticking = this.#tick().finally(() => (this.#ticking = undefined));
+      },
+      background,
+    );
   }
 
   get leader(): boolean {

@@ -206,7 +206,11 @@ function pinnedLookup(addresses: readonly LookupAddress[]): LookupFunction {
     const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
     const first = wanted[0];
     if (first === undefined) callback(Object.assign(new Error('no checked address of the wanted family'), { code: 'ENOTFOUND' }), '');
-    else if (options.all === true) callback(null, wanted.map((a) => ({ ...a })));
+    else if (options.all === true)
+      callback(
+        null,
+        wanted.map((a) => ({ ...a })),
+      );
     else callback(null, first.address, first.family);
   };
 }

@@ -37,7 +37,10 @@ test('6. /api/changes (2 workers): since must be a non-negative integer; limit=1
     const whole = await freshGet<ChangeEntry[]>(server.port, key, '/api/changes');
     assert.equal(whole.status, 200, show(whole));
     assert.deepEqual(whole.data?.map(entryKey), ops, 'without since: every change, ascending');
-    assert.deepEqual(whole.data?.map((e) => e.revision), [1, 2, 3, 4, 5]);
+    assert.deepEqual(
+      whole.data?.map((e) => e.revision),
+      [1, 2, 3, 4, 5],
+    );
     assert.equal(whole.nextCursor, undefined);
     const rec = whole.data?.[1] as unknown as Record<string, unknown>;
     assert.equal('user' in rec, false, 'absent fields are omitted');
@@ -50,7 +53,11 @@ test('6. /api/changes (2 workers): since must be a non-negative integer; limit=1
     assert.deepEqual(paged.entries, whole.data, 'paged entries equal the unpaged list');
 
     const fromThree = await allChanges(server.port, key, 1, 3);
-    assert.deepEqual(fromThree.entries.map((e) => e.revision), [4, 5], 'since=3 with limit=1');
+    assert.deepEqual(
+      fromThree.entries.map((e) => e.revision),
+      [4, 5],
+      'since=3 with limit=1',
+    );
     const none = await freshGet<ChangeEntry[]>(server.port, key, '/api/changes?since=5&limit=1');
     assert.equal(none.status, 200, show(none));
     assert.deepEqual(none.data, []);

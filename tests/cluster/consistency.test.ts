@@ -9,7 +9,21 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { changeOf, start, startTimes, warnings, freshGet, opKey, expectedStatus, sendOp, entryKey, allChanges, assertGapless, errorCode, type Op } from '../helpers/cluster.ts';
+import {
+  changeOf,
+  start,
+  startTimes,
+  warnings,
+  freshGet,
+  opKey,
+  expectedStatus,
+  sendOp,
+  entryKey,
+  allChanges,
+  assertGapless,
+  errorCode,
+  type Op,
+} from '../helpers/cluster.ts';
 import { answeredBy, rawRequest, type RawResult } from '../helpers/raw-http.ts';
 import { RbacModel, sorted } from '../helpers/rbac-model.ts';
 import { show } from '../helpers/show.ts';
@@ -53,7 +67,9 @@ test('1. zero stale reads: 2,000 alternating grant/revoke, each read on a new TC
       }
       done++;
     }
-    t.diagnostic(`${done} write+read pairs in ${Date.now() - started} ms; answered by ${answering.size} worker processes; ${readErrors.length} connection errors`);
+    t.diagnostic(
+      `${done} write+read pairs in ${Date.now() - started} ms; answered by ${answering.size} worker processes; ${readErrors.length} connection errors`,
+    );
     assert.equal(stale, 0, `${stale} stale answers out of ${done} reads on new connections; first: ${examples.join(' | ')}`);
     assert.equal(behind, 0, `${behind} reads carried an X-Authz-Revision older than the write just acknowledged; first: ${examples.join(' | ')}`);
     assert.deepEqual(readErrors, [], 'no connection errors while every worker is healthy');
@@ -132,7 +148,9 @@ test('2. concurrent writers: revisions unique and gapless, changelog and every w
     assert.equal(pages, Math.ceil(N / 100), 'pages of 100');
     assertGapless(entries, 'after the concurrent writes');
     assert.equal(entries.length, N, `/api/changes lists ${N} revisions`);
-    const mismatched = entries.filter((e) => acked.get(e.revision) !== entryKey(e)).map((e) => `revision ${e.revision}: listed ${entryKey(e)}, acknowledged ${acked.get(e.revision)}`);
+    const mismatched = entries
+      .filter((e) => acked.get(e.revision) !== entryKey(e))
+      .map((e) => `revision ${e.revision}: listed ${entryKey(e)}, acknowledged ${acked.get(e.revision)}`);
     assert.deepEqual(mismatched.slice(0, 10), [], `/api/changes entries match the acknowledged ops (${mismatched.length} differ)`);
 
     // Every worker answers the same, at revision N: one request per new TCP connection.
@@ -162,7 +180,8 @@ test('2. concurrent writers: revisions unique and gapless, changelog and every w
         const res = await freshGet(server.port, key, path, errors);
         answering.add(answeredBy(res));
         if (res.status !== 200) problems.push(`${path}: ${show(res)}`);
-        else if (JSON.stringify(res.data) !== JSON.stringify(expected)) problems.push(`${path}: got ${JSON.stringify(res.data).slice(0, 200)}, expected ${JSON.stringify(expected).slice(0, 200)}`);
+        else if (JSON.stringify(res.data) !== JSON.stringify(expected))
+          problems.push(`${path}: got ${JSON.stringify(res.data).slice(0, 200)}, expected ${JSON.stringify(expected).slice(0, 200)}`);
         if (res.revision !== N) problems.push(`${path}: X-Authz-Revision ${res.revision}, expected ${N}`);
       }
     }

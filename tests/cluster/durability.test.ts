@@ -119,7 +119,11 @@ async function sequential(c: RbacClient, t: Tenant, writes: readonly Write[]): P
 async function burst(c: RbacClient, t: Tenant, writes: readonly Write[]): Promise<void> {
   const settled = await Promise.allSettled(writes.map((w) => send(c, w)));
   const lost = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${label(writes[i] as Write)}: ${reason(s.reason)}`] : []));
-  assert.equal(lost.length, 0, `${lost.length} of ${writes.length} concurrent writes got no response from a running server:\n  ${lost.slice(0, 5).join('\n  ')}`);
+  assert.equal(
+    lost.length,
+    0,
+    `${lost.length} of ${writes.length} concurrent writes got no response from a running server:\n  ${lost.slice(0, 5).join('\n  ')}`,
+  );
   const results = settled.map((s) => (s as PromiseFulfilledResult<ApiResult<{ revision: number }>>).value);
   const revs = results.map((res, i) => acked(res, expectedStatus(writes[i] as Write), label(writes[i] as Write)));
   assert.deepEqual(
@@ -184,7 +188,11 @@ function sequentialPlan(prefix: string): Write[] {
 
 async function burstPlan(c: RbacClient, t: Tenant, prefix: string): Promise<void> {
   const roles = Array.from({ length: 24 }, (_, i) => `${prefix}.B${String(i).padStart(2, '0')}`);
-  await burst(c, t, roles.map((role, i) => ({ op: 'create', role, description: `burst ${i}` })));
+  await burst(
+    c,
+    t,
+    roles.map((role, i) => ({ op: 'create', role, description: `burst ${i}` })),
+  );
   const edges: Write[] = [];
   for (const [i, role] of roles.entries()) {
     for (let p = 0; p < 3; p++) edges.push({ op: 'grant', role, perm: `bp${(i + p) % 9}` });
@@ -212,10 +220,7 @@ test('acknowledged writes (sequential and concurrent) survive SIGKILL right afte
     const seq = newTenant(server);
     const conc = newTenant(server);
     const mixed = newTenant(server);
-    await Promise.all([
-      sequential(server.client(seq.key), seq, sequentialPlan('s1')),
-      burstPlan(server.client(conc.key), conc, 'c1'),
-    ]);
+    await Promise.all([sequential(server.client(seq.key), seq, sequentialPlan('s1')), burstPlan(server.client(conc.key), conc, 'c1')]);
     // The last acknowledged write, then SIGKILL in the same tick.
     const last = await server.client(mixed.key).createRole('last-one', { description: 'acknowledged just before the kill' });
     server.proc.kill('SIGKILL');
@@ -231,10 +236,7 @@ test('acknowledged writes (sequential and concurrent) survive SIGKILL right afte
     await verifyTenant(server, seq, 'after the 1st SIGKILL, sequential tenant');
     await verifyTenant(server, conc, 'after the 1st SIGKILL, concurrent tenant');
     await verifyTenant(server, mixed, 'after the 1st SIGKILL, last-write tenant');
-    await Promise.all([
-      sequential(server.client(seq.key), seq, sequentialPlan('s2')),
-      burstPlan(server.client(conc.key), conc, 'c2'),
-    ]);
+    await Promise.all([sequential(server.client(seq.key), seq, sequentialPlan('s2')), burstPlan(server.client(conc.key), conc, 'c2')]);
     const finalWrites: Array<[Tenant, Write]> = [];
     for (let i = 0; i < 20; i++) {
       finalWrites.push([mixed, { op: 'grant', role: 'last-one', perm: `final${i}` }]);
@@ -288,7 +290,11 @@ async function fireAndKill(server: RunningServer, what: string): Promise<Round> 
   const perms = Array.from({ length: 20 }, (_, i) => `p${String(i).padStart(2, '0')}`);
   const users = Array.from({ length: 20 }, (_, i) => `u${String(i).padStart(2, '0')}@example.com`);
   const oldRoles = Array.from({ length: OLD }, (_, i) => `old-${i}`);
-  await burst(c, tenant, oldRoles.map((role) => ({ op: 'create', role, description: `old ${role}` })));
+  await burst(
+    c,
+    tenant,
+    oldRoles.map((role) => ({ op: 'create', role, description: `old ${role}` })),
+  );
   const edges: Write[] = [];
   for (const role of oldRoles) {
     for (const perm of perms) edges.push({ op: 'grant', role, perm });
@@ -331,9 +337,17 @@ async function verifyRound(server: RunningServer, r: Round, diagnostic: (msg: st
     if (rp.status === 200) {
       // Not deleted: complete.
       assert.ok(!r.acked.has(role), `${what}: delete of ${role} was acknowledged (200) but the role is back after restart`);
-      assert.deepEqual(rp.data, perms.map((name) => ({ name })), `${what}: ${role} kept all its grants`);
+      assert.deepEqual(
+        rp.data,
+        perms.map((name) => ({ name })),
+        `${what}: ${role} kept all its grants`,
+      );
       assert.equal(mem.status, 200, `${what}: GET /api/members/${role}: ${show(mem)}`);
-      assert.deepEqual(mem.data, users.map((user) => ({ user })), `${what}: ${role} kept all its members`);
+      assert.deepEqual(
+        mem.data,
+        users.map((user) => ({ user })),
+        `${what}: ${role} kept all its members`,
+      );
       presentOld.push(role);
     } else {
       assert.equal(rp.status, 404, `${what}: GET /api/role_permissions/${role}: ${show(rp)}`);

@@ -31,7 +31,13 @@ async function pair(t: { after: (fn: () => Promise<void>) => void }, db: SharedD
 }
 
 /** has_permission on a new connection; the answer and the revision it reflects. */
-async function check(server: RunningServer, key: string, user: string, perm: string, minRevision?: number): Promise<{ status: number; answer: boolean | undefined; revision: number | undefined }> {
+async function check(
+  server: RunningServer,
+  key: string,
+  user: string,
+  perm: string,
+  minRevision?: number,
+): Promise<{ status: number; answer: boolean | undefined; revision: number | undefined }> {
   const headers: Record<string, string> = minRevision === undefined ? {} : { 'x-authz-min-revision': String(minRevision) };
   const res = await rawRequest<{ has_permission: boolean }>({ port: server.port, key, path: `/api/has_permission/${user}/${perm}`, headers, timeoutMs: 5000 });
   return { status: res.status, answer: res.data?.has_permission, revision: res.revision };
@@ -43,11 +49,15 @@ async function check(server: RunningServer, key: string, user: string, perm: str
  */
 async function visibleAfter(server: RunningServer, key: string, user: string, perm: string, want: boolean, since: number): Promise<number> {
   let last = '';
-  await waitUntil(() => `${perm} ${want ? 'granted' : 'revoked'} on the other instance (${last})`, async () => {
-    const r = await check(server, key, user, perm);
-    last = `answer ${r.answer}, revision ${r.revision}`;
-    return r.answer === want ? true : undefined;
-  }, { intervalMs: 5 });
+  await waitUntil(
+    () => `${perm} ${want ? 'granted' : 'revoked'} on the other instance (${last})`,
+    async () => {
+      const r = await check(server, key, user, perm);
+      last = `answer ${r.answer}, revision ${r.revision}`;
+      return r.answer === want ? true : undefined;
+    },
+    { intervalMs: 5 },
+  );
   return performance.now() - since;
 }
 
@@ -58,10 +68,17 @@ async function ready(server: RunningServer): Promise<{ status: number; text: str
 }
 
 /** Both instances ready, strictly: Redis subscribed. */
-const bothReady = async (a: RunningServer, b: RunningServer): Promise<true | undefined> => ((await ready(a)).status === 200 && (await ready(b)).status === 200 ? true : undefined);
+const bothReady = async (a: RunningServer, b: RunningServer): Promise<true | undefined> =>
+  (await ready(a)).status === 200 && (await ready(b)).status === 200 ? true : undefined;
 
 /** The revalidation backstop's debug lines of `server` from offset `from` of its output: each a cached graph found behind the database. */
-const foundBehind = (server: RunningServer, from: number): number => (server.output().slice(from).match(/"msg":"revalidation found a graph behind"/g) ?? []).length;
+const foundBehind = (server: RunningServer, from: number): number =>
+  (
+    server
+      .output()
+      .slice(from)
+      .match(/"msg":"revalidation found a graph behind"/g) ?? []
+  ).length;
 
 test('a write on A is visible on B: never stale with X-Authz-Min-Revision, and within a bounded delay without it', { timeout: 120_000 }, async (t) => {
   if (!(await requireService(t, 'redis', REDIS_URL))) return;
@@ -98,7 +115,9 @@ test('a write on A is visible on B: never stale with X-Authz-Min-Revision, and w
   // Every change seen on B before a revalidation could have told it: the push through Redis.
   const p50 = percentile(delays, 50);
   const p99 = percentile(delays, 99);
-  t.diagnostic(`acknowledged on A → visible on B (new connection per poll, every 5 ms): p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms over ${delays.length}`);
+  t.diagnostic(
+    `acknowledged on A → visible on B (new connection per poll, every 5 ms): p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms, max ${Math.max(...delays).toFixed(1)} ms over ${delays.length}`,
+  );
 });
 
 test('concurrent writers on two instances to one client: no lost update, revisions unique and gapless', { timeout: 120_000 }, async (t) => {
@@ -114,11 +133,19 @@ test('concurrent writers on two instances to one client: no lost update, revisio
     assert.equal(r.status, 201, JSON.stringify(r.body));
     return r.revision as number;
   });
-  assert.deepEqual([...revisions].sort((x, y) => x - y), Array.from({ length: 120 }, (_, i) => i + 2), 'revisions 2..121, each once');
+  assert.deepEqual(
+    [...revisions].sort((x, y) => x - y),
+    Array.from({ length: 120 }, (_, i) => i + 2),
+    'revisions 2..121, each once',
+  );
   for (const s of [a, b]) {
     const res = await s.client(key).request('GET', '/api/role_permissions/R?limit=1000', { minRevision: 121 });
     assert.equal(res.status, 200);
-    assert.deepEqual((res.body as { data: Array<{ name: string }> }).data.map((x) => x.name).sort(), [...perms].sort(), 'every grant is there, on both instances');
+    assert.deepEqual(
+      (res.body as { data: Array<{ name: string }> }).data.map((x) => x.name).sort(),
+      [...perms].sort(),
+      'every grant is there, on both instances',
+    );
   }
 });
 
@@ -167,13 +194,17 @@ test('Redis killed: B converges through revalidation and /ready names redis; Red
   // Each change is waited for before the next, so each one the push missed is found by a
   // revalidation of its own: fewer than half of them is "most by push".
   const caughtUp = foundBehind(b, upFrom);
-  t.diagnostic(`Redis back: visible on B after p50 ${percentile(up, 50).toFixed(1)} ms, max ${Math.max(...up).toFixed(1)} ms; ${caughtUp} of ${up.length} found behind by revalidation`);
+  t.diagnostic(
+    `Redis back: visible on B after p50 ${percentile(up, 50).toFixed(1)} ms, max ${Math.max(...up).toFixed(1)} ms; ${caughtUp} of ${up.length} found behind by revalidation`,
+  );
   assert.ok(caughtUp < up.length / 2, `most changes arrive by push again: ${caughtUp} of ${up.length} came by revalidation`);
 });
 
 function startRedis(port: number): Promise<ChildProcess> {
   const dir = tempDir('rbac-redis-');
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir.dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir.dir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   proc.on('exit', () => dir.cleanup());
   return new Promise((resolve, reject) => {
     let out = '';

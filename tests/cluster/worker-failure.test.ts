@@ -8,7 +8,25 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { start, startTimes, logLines, readyPids, logsAbout, alive, freshGet, opKey, expectedStatus, alreadyDoneStatus, sendOp, entryKey, allChanges, assertGapless, replay, errorCode, type Op } from '../helpers/cluster.ts';
+import {
+  start,
+  startTimes,
+  logLines,
+  readyPids,
+  logsAbout,
+  alive,
+  freshGet,
+  opKey,
+  expectedStatus,
+  alreadyDoneStatus,
+  sendOp,
+  entryKey,
+  allChanges,
+  assertGapless,
+  replay,
+  errorCode,
+  type Op,
+} from '../helpers/cluster.ts';
 import type { RawResult } from '../helpers/raw-http.ts';
 import { sorted } from '../helpers/rbac-model.ts';
 import { show } from '../helpers/show.ts';
@@ -116,7 +134,9 @@ test('3. SIGKILL of one worker under write load: replaced, nothing acknowledged 
         const missing = mustHave.filter((p) => !seen.has(p) && !revokesIssued.has(p));
         const extra = mustNotHave.filter((p) => seen.has(p));
         if (missing.length > 0 || extra.length > 0 || (res.revision ?? 0) < minRev) {
-          staleReads.push(`read ${i} at X-Authz-Revision ${res.revision} (>= ${minRev} expected): missing ${missing.slice(0, 5).join(',')} still granted ${extra.slice(0, 5).join(',')}`);
+          staleReads.push(
+            `read ${i} at X-Authz-Revision ${res.revision} (>= ${minRev} expected): missing ${missing.slice(0, 5).join(',')} still granted ${extra.slice(0, 5).join(',')}`,
+          );
         }
       }
     };
@@ -167,7 +187,8 @@ test('3. SIGKILL of one worker under write load: replaced, nothing acknowledged 
     const listedKeys = new Set(entries.map(entryKey));
     const notListed: string[] = [];
     for (const o of outcomes) {
-      if (o.result === 'acked' && byRevision.get(o.revision as number) !== opKey(o.op)) notListed.push(`${opKey(o.op)} acknowledged at ${o.revision}, listed ${byRevision.get(o.revision as number)}`);
+      if (o.result === 'acked' && byRevision.get(o.revision as number) !== opKey(o.op))
+        notListed.push(`${opKey(o.op)} acknowledged at ${o.revision}, listed ${byRevision.get(o.revision as number)}`);
       if (o.result === 'committed-earlier' && !listedKeys.has(opKey(o.op))) notListed.push(`${opKey(o.op)} (409/404 on retry) not listed`);
     }
     assert.deepEqual(notListed, [], 'acknowledged writes are in /api/changes at their revision');
@@ -185,7 +206,15 @@ test('3. SIGKILL of one worker under write load: replaced, nothing acknowledged 
       if (res.status !== 200) problems.push(show(res));
       else if (JSON.stringify(res.data?.map((x) => x.name)) !== JSON.stringify(expected)) {
         const got = new Set(res.data?.map((x) => x.name));
-        problems.push(`read ${k} X-Authz-Revision ${res.revision}: missing ${expected.filter((p) => !got.has(p)).slice(0, 5).join(',')}; not in changelog ${[...got].filter((p) => !expected.includes(p)).slice(0, 5).join(',')}`);
+        problems.push(
+          `read ${k} X-Authz-Revision ${res.revision}: missing ${expected
+            .filter((p) => !got.has(p))
+            .slice(0, 5)
+            .join(',')}; not in changelog ${[...got]
+            .filter((p) => !expected.includes(p))
+            .slice(0, 5)
+            .join(',')}`,
+        );
       }
       if (res.revision !== n) problems.push(`read ${k}: X-Authz-Revision ${res.revision}, expected ${n}`);
       const perm = [...ackedGrants][k % Math.max(1, ackedGrants.size)] ?? 'p.none';
@@ -193,9 +222,7 @@ test('3. SIGKILL of one worker under write load: replaced, nothing acknowledged 
       if (hp.data?.has_permission !== expected.includes(perm)) problems.push(`has_permission alice ${perm}: ${show(hp)}`);
     }
     assert.deepEqual(problems.slice(0, 10), [], `after the kill every worker shows exactly the changelog's state (${problems.length} problems)`);
-    const replacement = await waitUntil('the replacement worker to log "worker ready"', () =>
-      readyPids(server).find((p) => !before.includes(p)),
-    );
+    const replacement = await waitUntil('the replacement worker to log "worker ready"', () => readyPids(server).find((p) => !before.includes(p)));
     t.diagnostic(`replacement worker ${replacement} ready`);
   } finally {
     for (const a of agents) a.destroy();

@@ -36,7 +36,22 @@ describe('query parameters', () => {
 
   test('garbage cursors are 400 naming cursor', async () => {
     const forged = `${Buffer.from('admin').toString('base64url')}.${'A'.repeat(22)}`;
-    const garbage = ['abc', 'a.b', '.', '..', 'x'.repeat(5000), '%00', 'AAAA.AAAA', forged, '%F0%9F%99%82', 'a%20b', '%7B%22after%22%3A%22a%22%7D', 'null', '0', '-1'];
+    const garbage = [
+      'abc',
+      'a.b',
+      '.',
+      '..',
+      'x'.repeat(5000),
+      '%00',
+      'AAAA.AAAA',
+      forged,
+      '%F0%9F%99%82',
+      'a%20b',
+      '%7B%22after%22%3A%22a%22%7D',
+      'null',
+      '0',
+      '-1',
+    ];
     for (const path of LIST_PATHS) {
       for (const cursor of garbage) {
         for (const q of [`cursor=${cursor}`, `limit=1&cursor=${cursor}`]) {

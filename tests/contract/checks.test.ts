@@ -53,10 +53,20 @@ describe('POST /api/check', () => {
   });
 
   test('all true and all false', async () => {
-    const yes = expectOk(await c.check([{ user: 'alice', permission: 'read' }, { user: 'bob', permission: 'read' }]));
+    const yes = expectOk(
+      await c.check([
+        { user: 'alice', permission: 'read' },
+        { user: 'bob', permission: 'read' },
+      ]),
+    );
     assert.equal(yes.all, true);
     assert.equal(yes.any, true);
-    const no = expectOk(await c.check([{ user: 'alice', permission: 'x' }, { user: 'zed', permission: 'read' }]));
+    const no = expectOk(
+      await c.check([
+        { user: 'alice', permission: 'x' },
+        { user: 'zed', permission: 'read' },
+      ]),
+    );
     assert.equal(no.all, false);
     assert.equal(no.any, false);
     const one = expectOk(await c.check([{ user: 'alice', permission: 'write' }]));
@@ -111,7 +121,10 @@ describe('POST /api/check', () => {
       ['alice', 'p'.repeat(129)],
       ['caf\u00e9', 'read'],
     ] as const) {
-      const res = await c.check([{ user: 'alice', permission: 'read' }, { user, permission }]);
+      const res = await c.check([
+        { user: 'alice', permission: 'read' },
+        { user, permission },
+      ]);
       expectErr(res, 400, /checks|user|permission/);
       expectRev(res, rev);
     }

@@ -116,7 +116,12 @@ describe('authentication', () => {
     const k = v4Key('b');
     const lower = api.server.client(k.toLowerCase());
     const upper = api.server.client(k.toUpperCase());
-    const mixed = api.server.client(k.split('').map((ch, i) => (i % 2 === 0 ? ch.toUpperCase() : ch.toLowerCase())).join(''));
+    const mixed = api.server.client(
+      k
+        .split('')
+        .map((ch, i) => (i % 2 === 0 ? ch.toUpperCase() : ch.toLowerCase()))
+        .join(''),
+    );
     expectOk(await upper.createRole('shared', { description: 'made with upper' }), 201);
     expectErr(await lower.createRole('shared'), 409, 'shared');
     expectOk(await mixed.grant('shared', 'read'), 201);
@@ -190,7 +195,10 @@ describe('tenant isolation', () => {
       expectRev(r, 0);
     }
     assert.deepEqual(expectOk(await b.hasPermission('secret-user', 'secret-perm')), { has_permission: false });
-    const chk = await b.check([{ user: 'secret-user', permission: 'secret-perm' }, { user: 'u', permission: 'p' }]);
+    const chk = await b.check([
+      { user: 'secret-user', permission: 'secret-perm' },
+      { user: 'u', permission: 'p' },
+    ]);
     assert.deepEqual(expectOk(chk), {
       results: [
         { user: 'secret-user', permission: 'secret-perm', has_permission: false },

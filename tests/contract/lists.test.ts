@@ -19,8 +19,36 @@ const { fresh } = api;
 
 describe('pagination', () => {
   const roleNames = [
-    '+', '-', '.x', '0', '9', ':', '@', 'A', 'Z', '_', 'a', 'z', '|',
-    'a.b', 'a-b', 'a_b', 'a:b', 'a@b', 'a+b', 'a|b', 'ab', 'aB', 'Ab', 'AB', 'b', 'B', '_a', 'zz', 'role.1', 'role.10',
+    '+',
+    '-',
+    '.x',
+    '0',
+    '9',
+    ':',
+    '@',
+    'A',
+    'Z',
+    '_',
+    'a',
+    'z',
+    '|',
+    'a.b',
+    'a-b',
+    'a_b',
+    'a:b',
+    'a@b',
+    'a+b',
+    'a|b',
+    'ab',
+    'aB',
+    'Ab',
+    'AB',
+    'b',
+    'B',
+    '_a',
+    'zz',
+    'role.1',
+    'role.10',
   ];
   let c: RbacClient;
   let rev = 0;
@@ -76,14 +104,23 @@ describe('pagination', () => {
   test('a cursor without limit returns the rest of the list', async () => {
     const expected = sorted(roleNames);
     const first = await c.listRoles({ limit: 7 });
-    assert.deepEqual(expectOk(first).map((r) => r.role), expected.slice(0, 7));
+    assert.deepEqual(
+      expectOk(first).map((r) => r.role),
+      expected.slice(0, 7),
+    );
     assert.ok(first.nextCursor !== undefined);
     const rest = await c.listRoles({ cursor: first.nextCursor });
-    assert.deepEqual(expectOk(rest).map((r) => r.role), expected.slice(7));
+    assert.deepEqual(
+      expectOk(rest).map((r) => r.role),
+      expected.slice(7),
+    );
     assert.equal(rest.nextCursor, undefined);
     // A cursor can be reused.
     const again = await c.listRoles({ cursor: first.nextCursor, limit: 2 });
-    assert.deepEqual(expectOk(again).map((r) => r.role), expected.slice(7, 9));
+    assert.deepEqual(
+      expectOk(again).map((r) => r.role),
+      expected.slice(7, 9),
+    );
   });
 
   test('a cursor is valid for the same tenant under the other key case', async () => {
@@ -93,7 +130,10 @@ describe('pagination', () => {
     const first = await c.listRoles({ limit: 5 });
     assert.ok(first.nextCursor !== undefined);
     const next = await upper.listRoles({ limit: 5, cursor: first.nextCursor });
-    assert.deepEqual(expectOk(next).map((r) => r.role), sorted(roleNames).slice(5, 10));
+    assert.deepEqual(
+      expectOk(next).map((r) => r.role),
+      sorted(roleNames).slice(5, 10),
+    );
   });
 
   test('all list routes page: members, role_permissions, user_*, which_*', async () => {

@@ -29,12 +29,18 @@ describe('names', () => {
     assert.deepEqual(expectOk(await c.grant(role, perm), 201), { role, permission: perm, revision: 3 });
     assert.deepEqual(expectOk(await c.addMember(user, longRole), 201), { user, role: longRole, revision: 4 });
     expectOk(await c.addMember(user, role), 201);
-    assert.deepEqual(expectOk(await c.listRoles()), sorted([role, longRole]).map((r) => ({ role: r, description: '' })));
+    assert.deepEqual(
+      expectOk(await c.listRoles()),
+      sorted([role, longRole]).map((r) => ({ role: r, description: '' })),
+    );
     assert.deepEqual(expectOk(await c.rolePermissions(role)), [{ name: perm }]);
     assert.deepEqual(expectOk(await c.members(longRole)), [{ user }]);
     assert.deepEqual(expectOk(await c.hasPermission(user, perm)), { has_permission: true });
     assert.deepEqual(expectOk(await c.whichUsersCan(perm)), [{ user }]);
-    assert.deepEqual(expectOk(await c.userRoles(user)), sorted([role, longRole]).map((r) => ({ role: r })));
+    assert.deepEqual(
+      expectOk(await c.userRoles(user)),
+      sorted([role, longRole]).map((r) => ({ role: r })),
+    );
   });
 
   test('129-character names are 400 naming the field', async () => {
@@ -60,7 +66,11 @@ describe('names', () => {
     // '+' is a literal plus, not a space; ':' '@' '|' unencoded are accepted.
     assert.deepEqual(expectOk(await c.request('POST', '/api/role/a+b'), 201), { role: 'a+b', description: '', revision: 4 });
     assert.deepEqual(expectOk(await c.request('POST', '/api/permission/a+b/x:y@z|w'), 201), { role: 'a+b', permission: 'x:y@z|w', revision: 5 });
-    assert.deepEqual(expectOk(await c.request('POST', '/api/membership/alice@example.com/a%2Bb'), 201), { user: 'alice@example.com', role: 'a+b', revision: 6 });
+    assert.deepEqual(expectOk(await c.request('POST', '/api/membership/alice@example.com/a%2Bb'), 201), {
+      user: 'alice@example.com',
+      role: 'a+b',
+      revision: 6,
+    });
     assert.deepEqual(expectOk(await c.hasPermission('alice@example.com', 'x:y@z|w')), { has_permission: true });
     assert.deepEqual(expectOk(await c.request('GET', '/api/has_permission/alice%40example.com/x%3Ay%40z%7Cw')), { has_permission: true });
     // Double encoding decodes once: %2541 is '%41', which is not a valid name.

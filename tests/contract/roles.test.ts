@@ -86,7 +86,11 @@ describe('roles', () => {
     const astral = '\u{1F600}'.repeat(1024);
     const accented = '\u00e9'.repeat(1024);
     let created = 0;
-    for (const [role, description] of [['ascii', ascii], ['astral', astral], ['accented', accented]] as const) {
+    for (const [role, description] of [
+      ['ascii', ascii],
+      ['astral', astral],
+      ['accented', accented],
+    ] as const) {
       const res = await c.createRole(role, { description });
       created += 1;
       assert.deepEqual(expectOk(res, 201), { role, description, revision: created }, role);
@@ -183,7 +187,12 @@ describe('cascade delete', () => {
     assert.deepEqual(expectOk(await c.whichRolesCan('p1')), [{ role: 'kept' }]);
     assert.deepEqual(expectOk(await c.whichUsersCan('p2')), []);
     assert.deepEqual(expectOk(await c.whichUsersCan('p1')), [{ user: 'u1' }]);
-    const chk = expectOk(await c.check([{ user: 'u2', permission: 'p1' }, { user: 'u1', permission: 'p2' }]));
+    const chk = expectOk(
+      await c.check([
+        { user: 'u2', permission: 'p1' },
+        { user: 'u1', permission: 'p2' },
+      ]),
+    );
     assert.equal(chk.any, false);
     assert.equal(await revisionOf(c), before + 1);
   });

@@ -129,7 +129,11 @@ describe('user and permission queries', () => {
     ];
     for (const [user, expected] of cases) {
       const res = await c.userPermissions(user);
-      assert.deepEqual(expectOk(res), expected.map((name) => ({ name })), user);
+      assert.deepEqual(
+        expectOk(res),
+        expected.map((name) => ({ name })),
+        user,
+      );
       expectRev(res, rev);
       assert.equal(res.nextCursor, undefined);
     }
@@ -144,7 +148,11 @@ describe('user and permission queries', () => {
     ];
     for (const [user, expected] of cases) {
       const res = await c.userRoles(user);
-      assert.deepEqual(expectOk(res), expected.map((role) => ({ role })), user);
+      assert.deepEqual(
+        expectOk(res),
+        expected.map((role) => ({ role })),
+        user,
+      );
       expectRev(res, rev);
     }
   });
@@ -159,7 +167,11 @@ describe('user and permission queries', () => {
     ];
     for (const [permission, expected] of cases) {
       const res = await c.whichUsersCan(permission);
-      assert.deepEqual(expectOk(res), expected.map((user) => ({ user })), permission);
+      assert.deepEqual(
+        expectOk(res),
+        expected.map((user) => ({ user })),
+        permission,
+      );
       expectRev(res, rev);
     }
   });
@@ -173,7 +185,11 @@ describe('user and permission queries', () => {
     ];
     for (const [permission, expected] of cases) {
       const res = await c.whichRolesCan(permission);
-      assert.deepEqual(expectOk(res), expected.map((role) => ({ role })), permission);
+      assert.deepEqual(
+        expectOk(res),
+        expected.map((role) => ({ role })),
+        permission,
+      );
       expectRev(res, rev);
     }
   });

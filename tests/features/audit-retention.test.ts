@@ -74,7 +74,9 @@ test('SIGKILL of every process (2 workers) while writes are in flight loses no a
       if (o.cursor !== undefined) q.set('cursor', o.cursor);
       return back.request<Array<{ revision: number; op: string; role: string }>>('GET', `/api/changes?${q.toString()}`);
     }, 500);
-    t.diagnostic(`${sent} writes sent, ${acked.size} acknowledged, ${changes.length} committed, ${rows.length} audit rows; SIGKILL to the primary and ${victims.length} child processes`);
+    t.diagnostic(
+      `${sent} writes sent, ${acked.size} acknowledged, ${changes.length} committed, ${rows.length} audit rows; SIGKILL to the primary and ${victims.length} child processes`,
+    );
 
     for (const [requestId, a] of acked) {
       const row = rowOf(rows, requestId);
@@ -89,7 +91,11 @@ test('SIGKILL of every process (2 workers) while writes are in flight loses no a
     const auditRevisions = written.map((r) => r.revision as number).sort((x, y) => x - y);
     const changeRevisions = changes.map((ch) => ch.revision);
     assert.deepEqual(auditRevisions, changeRevisions, 'the audit rows of successful writes and the changelog have the same revisions');
-    assert.deepEqual(changeRevisions, Array.from({ length: changes.length }, (_, i) => i + 1), 'revisions 1..N');
+    assert.deepEqual(
+      changeRevisions,
+      Array.from({ length: changes.length }, (_, i) => i + 1),
+      'revisions 1..N',
+    );
     const byRevision = new Map(changes.map((ch) => [ch.revision, ch]));
     for (const row of written) {
       const ch = byRevision.get(row.revision as number);
@@ -121,7 +127,8 @@ test('AUTH_AUDIT_RETENTION_DAYS=1 deletes older rows (in batches) soon after sta
     const recentRow = rid('recent-12h');
     const db = new Database(sqlitePath);
     try {
-      const insert = prepared(db, 
+      const insert = prepared(
+        db,
         `INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
          VALUES (?, ?, 'role.create', '/api/role/x', 409, NULL, ?, ?, '127.0.0.1')`,
       );

@@ -59,10 +59,25 @@ test('a successful write of each op has its row at once, with the revision it an
   const from = Date.now();
   const writes: Array<{ action: string; resource: string; status: number; send: (requestId: string) => Promise<ApiResult<{ revision: number }>> }> = [
     { action: 'role.create', resource: r, status: 201, send: (requestId) => c.createRole(role, { description: 'ops' }, { requestId }) },
-    { action: 'permission.grant', resource: '/api/permission/team%3Aops%40x/docs.write', status: 201, send: (requestId) => c.grant(role, 'docs.write', { requestId }) },
+    {
+      action: 'permission.grant',
+      resource: '/api/permission/team%3Aops%40x/docs.write',
+      status: 201,
+      send: (requestId) => c.grant(role, 'docs.write', { requestId }),
+    },
     { action: 'membership.add', resource: '/api/membership/alice/team%3Aops%40x', status: 201, send: (requestId) => c.addMember('alice', role, { requestId }) },
-    { action: 'permission.revoke', resource: '/api/permission/team%3Aops%40x/docs.write', status: 200, send: (requestId) => c.revoke(role, 'docs.write', { requestId }) },
-    { action: 'membership.remove', resource: '/api/membership/alice/team%3Aops%40x', status: 200, send: (requestId) => c.removeMember('alice', role, { requestId }) },
+    {
+      action: 'permission.revoke',
+      resource: '/api/permission/team%3Aops%40x/docs.write',
+      status: 200,
+      send: (requestId) => c.revoke(role, 'docs.write', { requestId }),
+    },
+    {
+      action: 'membership.remove',
+      resource: '/api/membership/alice/team%3Aops%40x',
+      status: 200,
+      send: (requestId) => c.removeMember('alice', role, { requestId }),
+    },
     // The same client through its key in upper case: one client, one credential.
     { action: 'role.delete', resource: r, status: 200, send: (requestId) => upper.deleteRole(role, { requestId }) },
   ];
@@ -83,7 +98,11 @@ test('a successful write of each op has its row at once, with the revision it an
 
   // No polling: a successful write's row committed with it, before its answer.
   const rows = await auditAll(c);
-  assert.deepEqual(rows.map((x) => x.request_id), sent.map((s) => s.requestId).reverse(), 'exactly these rows, newest first');
+  assert.deepEqual(
+    rows.map((x) => x.request_id),
+    sent.map((s) => s.requestId).reverse(),
+    'exactly these rows, newest first',
+  );
   for (const s of sent) expectRow(rowOf(rows, s.requestId), s, from);
   assert.deepEqual(await auditAll(upper), rows, 'the upper-case key reads the same trail');
 });
@@ -96,21 +115,69 @@ test('failed writes are recorded after their answer, with their status and no re
   const created = await c.createRole('taken', undefined, { requestId: rid('create') });
   assert.equal(created.status, 201, show(created));
   const cases: Array<{ what: string; action: string; resource: string; status: number; send: (requestId: string) => Promise<ApiResult<unknown>> }> = [
-    { what: 'grant on a missing role', action: 'permission.grant', resource: '/api/permission/ghost/p', status: 404, send: (requestId) => c.grant('ghost', 'p', { requestId }) },
-    { what: 'role exists', action: 'role.create', resource: '/api/role/taken', status: 409, send: (requestId) => c.createRole('taken', undefined, { requestId }) },
-    { what: 'bad name (raw path kept)', action: 'role.create', resource: '/api/role/bad%20name', status: 400, send: (requestId) => c.request('POST', '/api/role/bad%20name', { requestId }) },
     {
-      what: 'body without a JSON type', action: 'role.create', resource: '/api/role/x415', status: 415,
+      what: 'grant on a missing role',
+      action: 'permission.grant',
+      resource: '/api/permission/ghost/p',
+      status: 404,
+      send: (requestId) => c.grant('ghost', 'p', { requestId }),
+    },
+    {
+      what: 'role exists',
+      action: 'role.create',
+      resource: '/api/role/taken',
+      status: 409,
+      send: (requestId) => c.createRole('taken', undefined, { requestId }),
+    },
+    {
+      what: 'bad name (raw path kept)',
+      action: 'role.create',
+      resource: '/api/role/bad%20name',
+      status: 400,
+      send: (requestId) => c.request('POST', '/api/role/bad%20name', { requestId }),
+    },
+    {
+      what: 'body without a JSON type',
+      action: 'role.create',
+      resource: '/api/role/x415',
+      status: 415,
       send: (requestId) => c.request('POST', '/api/role/x415', { requestId, rawBody: 'hello', contentType: 'text/plain' }),
     },
     {
-      what: 'body over AUTH_MAX_BODY_BYTES', action: 'role.create', resource: '/api/role/x413', status: 413,
+      what: 'body over AUTH_MAX_BODY_BYTES',
+      action: 'role.create',
+      resource: '/api/role/x413',
+      status: 413,
       send: (requestId) => c.request('POST', '/api/role/x413', { requestId, body: { description: 'd'.repeat(2000) } }),
     },
-    { what: 'delete a missing role', action: 'role.delete', resource: '/api/role/ghost', status: 404, send: (requestId) => c.deleteRole('ghost', { requestId }) },
-    { what: 'revoke what is not granted', action: 'permission.revoke', resource: '/api/permission/taken/nope', status: 404, send: (requestId) => c.revoke('taken', 'nope', { requestId }) },
-    { what: 'add to a missing role', action: 'membership.add', resource: '/api/membership/bob/ghost', status: 404, send: (requestId) => c.addMember('bob', 'ghost', { requestId }) },
-    { what: 'remove a non-member', action: 'membership.remove', resource: '/api/membership/bob/taken', status: 404, send: (requestId) => c.removeMember('bob', 'taken', { requestId }) },
+    {
+      what: 'delete a missing role',
+      action: 'role.delete',
+      resource: '/api/role/ghost',
+      status: 404,
+      send: (requestId) => c.deleteRole('ghost', { requestId }),
+    },
+    {
+      what: 'revoke what is not granted',
+      action: 'permission.revoke',
+      resource: '/api/permission/taken/nope',
+      status: 404,
+      send: (requestId) => c.revoke('taken', 'nope', { requestId }),
+    },
+    {
+      what: 'add to a missing role',
+      action: 'membership.add',
+      resource: '/api/membership/bob/ghost',
+      status: 404,
+      send: (requestId) => c.addMember('bob', 'ghost', { requestId }),
+    },
+    {
+      what: 'remove a non-member',
+      action: 'membership.remove',
+      resource: '/api/membership/bob/taken',
+      status: 404,
+      send: (requestId) => c.removeMember('bob', 'taken', { requestId }),
+    },
   ];
   const ids: string[] = [];
   for (const k of cases) {
@@ -122,7 +189,8 @@ test('failed writes are recorded after their answer, with their status and no re
   }
   const rows = await waitForRows(c, ids);
   assert.equal(rows.length, cases.length + 1, `one row per request: ${JSON.stringify(rows).slice(0, 1500)}`);
-  for (const [i, k] of cases.entries()) expectRow(rowOf(rows, ids[i] as string), { action: k.action, resource: k.resource, status: k.status, credential: cred }, from);
+  for (const [i, k] of cases.entries())
+    expectRow(rowOf(rows, ids[i] as string), { action: k.action, resource: k.resource, status: k.status, credential: cred }, from);
 });
 
 test('tokens: issues are token.issue rows; 403s and writes by a token carry token:<jti>', async () => {
@@ -157,7 +225,11 @@ test('tokens: issues are token.issue rows; 403s and writes by a token carry toke
   expectRow(rowOf(rows, issueR), { action: 'token.issue', resource: '/api/token', status: 201, credential: cred }, from);
   expectRow(rowOf(rows, readWrites), { action: 'role.create', resource: '/api/role/nope', status: 403, credential: `token:${jtiOf(readToken)}` }, from);
   expectRow(rowOf(rows, tokenMints), { action: 'token.issue', resource: '/api/token', status: 403, credential: `token:${jtiOf(writeToken)}` }, from);
-  expectRow(rowOf(rows, tokenWrites), { action: 'role.create', resource: '/api/role/by-token', status: 201, credential: `token:${jtiOf(writeToken)}`, revision: 1 }, from);
+  expectRow(
+    rowOf(rows, tokenWrites),
+    { action: 'role.create', resource: '/api/role/by-token', status: 201, credential: `token:${jtiOf(writeToken)}`, revision: 1 },
+    from,
+  );
   const shown = JSON.stringify(rows);
   for (const secret of [key, writeToken, readToken]) assert.ok(!shown.includes(secret), 'no row holds a key or a token');
   assert.deepEqual(await auditAll(byRead), rows, "a read token reads its client's trail");
@@ -182,7 +254,10 @@ test('newest first; limit and cursor walk every row exactly once; a foreign or t
   assert.equal(all.length, ids.length);
   for (let i = 1; i < all.length; i++) {
     const [a, b] = [all[i - 1] as AuditItem, all[i] as AuditItem];
-    assert.ok(a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.id > b.id), `newest first by time, then id: ${all.map((r) => `${r.timestamp}#${r.id}`).join(' ')}`);
+    assert.ok(
+      a.timestamp > b.timestamp || (a.timestamp === b.timestamp && a.id > b.id),
+      `newest first by time, then id: ${all.map((r) => `${r.timestamp}#${r.id}`).join(' ')}`,
+    );
   }
   const successes = all.filter((r) => r.revision !== undefined).map((r) => r.revision);
   assert.deepEqual(successes, [7, 6, 5, 4, 3, 2, 1], 'successful writes newest first');
@@ -256,8 +331,14 @@ test('the trail is scoped to the client: another key sees none of its rows', asy
   const rowsB = await waitForRows(b, mine.b);
   assert.deepEqual(rowsA.map((r) => r.request_id).sort(), [...mine.a].sort());
   assert.deepEqual(rowsB.map((r) => r.request_id).sort(), [...mine.b].sort());
-  assert.ok(rowsA.every((r) => r.credential === keyCredential(a.key as string)), JSON.stringify(rowsA));
-  assert.ok(rowsB.every((r) => r.credential === keyCredential(b.key as string)), JSON.stringify(rowsB));
+  assert.ok(
+    rowsA.every((r) => r.credential === keyCredential(a.key as string)),
+    JSON.stringify(rowsA),
+  );
+  assert.ok(
+    rowsB.every((r) => r.credential === keyCredential(b.key as string)),
+    JSON.stringify(rowsB),
+  );
   const none = await auditPage(fresh);
   assert.equal(none.status, 200, show(none));
   assert.deepEqual(none.data, [], 'a client that did nothing has an empty trail');
@@ -293,7 +374,8 @@ test('with AUTH_AUDIT_CHECKS=true, GET routes and POST /api/check are read rows;
   assert.ok(token.error?.includes('AUTH_JWT_SECRET_KEY'), show(token));
 
   const rows = await waitForRows(c, [...ids, tokenId]);
-  for (const [i, read] of reads.entries()) expectRow(rowOf(rows, ids[i] as string), { action: 'read', resource: read.resource, status: read.status, credential: cred }, from);
+  for (const [i, read] of reads.entries())
+    expectRow(rowOf(rows, ids[i] as string), { action: 'read', resource: read.resource, status: read.status, credential: cred }, from);
   expectRow(rowOf(rows, tokenId), { action: 'token.issue', resource: '/api/token', status: 501, credential: cred }, from);
   expectRow(rowOf(rows, create), { action: 'role.create', resource: '/api/role/r', status: 201, credential: cred, revision: 1 }, from);
   for (const row of rows) {

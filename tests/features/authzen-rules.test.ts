@@ -22,8 +22,12 @@ before(async () => {
   [server, bare] = (await startServers(
     {
       env: {
-        AUTH_AUTHZEN_BASE_URL: BASE, AUTH_AUTHZEN_SUBJECT_TYPES: 'user,identity', AUTH_JWT_SECRET_KEY: SECRET, AUTH_AUDIT_CHECKS: 'true',
-        AUTH_MAX_BODY_BYTES: '262144', AUTH_METRICS_PORT: String(metricsPort),
+        AUTH_AUTHZEN_BASE_URL: BASE,
+        AUTH_AUTHZEN_SUBJECT_TYPES: 'user,identity',
+        AUTH_JWT_SECRET_KEY: SECRET,
+        AUTH_AUDIT_CHECKS: 'true',
+        AUTH_MAX_BODY_BYTES: '262144',
+        AUTH_METRICS_PORT: String(metricsPort),
       },
     },
     {},
@@ -45,7 +49,9 @@ after(async () => {
 const ok = { subject: { type: 'user', id: 'alice' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } };
 
 function raw(c: RbacClient, path: string, body: string, contentType?: string, headers: Record<string, string> = {}): Promise<PdpResult<unknown>> {
-  return c.request<never>('POST', path, { rawBody: body, ...(contentType === undefined ? {} : { contentType }), headers }).then((r) => ({ ...r, value: r.status === 200 ? r.body : undefined }));
+  return c
+    .request<never>('POST', path, { rawBody: body, ...(contentType === undefined ? {} : { contentType }), headers })
+    .then((r) => ({ ...r, value: r.status === 200 ? r.body : undefined }));
 }
 
 function refused(res: PdpResult<unknown>, field: string, what: string): void {
@@ -58,17 +64,33 @@ function refused(res: PdpResult<unknown>, field: string, what: string): void {
 test('400: a body that is not a JSON object sent as application/json, whatever the other cause (never 415)', async () => {
   const body = JSON.stringify(ok);
   for (const [text, type, what] of [
-    [body, 'text/plain', 'text/plain'], [body, 'application/x-www-form-urlencoded', 'a form'], [body, 'application/problem+json', 'another JSON type'], ['', 'application/json', 'empty body'],
-    ['{', 'application/json', 'malformed JSON'], ['[]', 'application/json', 'an array'], ['null', 'application/json', 'null'], ['"x"', 'application/json', 'a string'],
+    [body, 'text/plain', 'text/plain'],
+    [body, 'application/x-www-form-urlencoded', 'a form'],
+    [body, 'application/problem+json', 'another JSON type'],
+    ['', 'application/json', 'empty body'],
+    ['{', 'application/json', 'malformed JSON'],
+    ['[]', 'application/json', 'an array'],
+    ['null', 'application/json', 'null'],
+    ['"x"', 'application/json', 'a string'],
   ] as const) {
-    for (const path of ['/access/v1/evaluation', '/access/v1/evaluations', '/access/v1/search/subject', '/access/v1/search/resource', '/access/v1/search/action']) {
+    for (const path of [
+      '/access/v1/evaluation',
+      '/access/v1/evaluations',
+      '/access/v1/search/subject',
+      '/access/v1/search/resource',
+      '/access/v1/search/action',
+    ]) {
       const res = await raw(alice, path, text, type);
       assert.equal(res.status, 400, `${path} ${what}: ${res.status}`);
     }
   }
   assert.equal((await raw(alice, '/access/v1/evaluation', body, 'Application/JSON; charset=utf-8')).status, 200);
   // fetch sends bytes without a Content-Type (a string would go as text/plain).
-  const untyped = await fetch(`${server.baseUrl}/access/v1/evaluation`, { method: 'POST', headers: { authorization: `Bearer ${alice.key ?? ''}` }, body: new TextEncoder().encode(body) });
+  const untyped = await fetch(`${server.baseUrl}/access/v1/evaluation`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${alice.key ?? ''}` },
+    body: new TextEncoder().encode(body),
+  });
   assert.equal(untyped.headers.get('content-type'), 'application/json');
   assert.equal(untyped.status, 400);
 });
@@ -109,15 +131,25 @@ test('400 naming the field by its dotted path; unknown keys ignored at every lev
 });
 
 test('decisions: permit without context, denies with a reason, unknown subject types and ids deny', async () => {
-  const ev = (subject: object, action: string, resource: object) => alice.evaluation({ subject: subject as never, action: { name: action }, resource: resource as never });
+  const ev = (subject: object, action: string, resource: object) =>
+    alice.evaluation({ subject: subject as never, action: { name: action }, resource: resource as never });
   assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'read', { type: 'doc', id: 'any' })).value, { decision: true });
   assert.deepEqual((await ev({ type: 'identity', id: 'alice' }, 'view', { type: 'img', id: 'i1' })).value, { decision: true });
   assert.deepEqual((await ev({ type: 'user', id: 'bob' }, 'approve', { type: 'x', id: 'y' })).value, { decision: true });
   assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'view', { type: 'img', id: 'i2' })).value, { decision: false, context: { reason: 'not_granted' } });
-  assert.deepEqual((await ev({ type: 'group', id: 'alice' }, 'read', { type: 'doc', id: 'd' })).value, { decision: false, context: { reason: 'unknown_subject' } });
-  assert.deepEqual((await ev({ type: 'user', id: 'carol' }, 'read', { type: 'doc', id: 'd' })).value, { decision: false, context: { reason: 'unknown_subject' } });
-  assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'doc:read', { type: 'doc', id: 'd' })).value, { decision: false, context: { reason: 'not_granted' } });
-  assert.deepEqual((await ev({ type: 'user', id: 'alice', properties: { roles: ['boss'] } } , 'approve', { type: 'x', id: 'y' })).value?.decision, false);
+  assert.deepEqual((await ev({ type: 'group', id: 'alice' }, 'read', { type: 'doc', id: 'd' })).value, {
+    decision: false,
+    context: { reason: 'unknown_subject' },
+  });
+  assert.deepEqual((await ev({ type: 'user', id: 'carol' }, 'read', { type: 'doc', id: 'd' })).value, {
+    decision: false,
+    context: { reason: 'unknown_subject' },
+  });
+  assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'doc:read', { type: 'doc', id: 'd' })).value, {
+    decision: false,
+    context: { reason: 'not_granted' },
+  });
+  assert.deepEqual((await ev({ type: 'user', id: 'alice', properties: { roles: ['boss'] } }, 'approve', { type: 'x', id: 'y' })).value?.decision, false);
 });
 
 test('batches: defaults replaced whole, item errors as denies, each semantic, and the 400s of the batch itself', async () => {
@@ -136,9 +168,12 @@ test('batches: defaults replaced whole, item errors as denies, each semantic, an
     { decision: false, context: { error: { status: 400, message: 'evaluations[3]: must be an object' } } },
     { decision: true },
   ];
-  const run = async (semantic?: string): Promise<unknown> => (await alice.pdp('/access/v1/evaluations', semantic === undefined ? body : { ...body, options: { evaluations_semantic: semantic, other: 1 } })).value;
+  const run = async (semantic?: string): Promise<unknown> =>
+    (await alice.pdp('/access/v1/evaluations', semantic === undefined ? body : { ...body, options: { evaluations_semantic: semantic, other: 1 } })).value;
   // Item 0 has no resource default merged field by field: it takes the top-level one whole.
-  const first = (await alice.pdp('/access/v1/evaluations', body)).value as { evaluations: Array<{ decision: boolean; context?: { error?: { message: string } } }> };
+  const first = (await alice.pdp('/access/v1/evaluations', body)).value as {
+    evaluations: Array<{ decision: boolean; context?: { error?: { message: string } } }>;
+  };
   assert.equal(first.evaluations[2]?.context?.error?.message.startsWith('evaluations[2].'), true);
   assert.deepEqual(await run(), { evaluations: all });
   assert.deepEqual(await run('execute_all'), { evaluations: all });
@@ -154,7 +189,10 @@ test('batches: defaults replaced whole, item errors as denies, each semantic, an
   refused(await alice.pdp('/access/v1/evaluations', { evaluations: [] }), 'subject', 'no items and no subject');
   refused(await alice.pdp('/access/v1/evaluations', { ...body, evaluations: 'x' }), 'evaluations', 'evaluations not an array');
   refused(await alice.pdp('/access/v1/evaluations', { ...body, evaluations: Array(1001).fill({}) }), 'evaluations', '1001 items');
-  assert.equal(((await alice.pdp('/access/v1/evaluations', { ...body, evaluations: Array(1000).fill({}) })).value as { evaluations: unknown[] }).evaluations.length, 1000);
+  assert.equal(
+    ((await alice.pdp('/access/v1/evaluations', { ...body, evaluations: Array(1000).fill({}) })).value as { evaluations: unknown[] }).evaluations.length,
+    1000,
+  );
   refused(await alice.pdp('/access/v1/evaluations', { ...body, options: { evaluations_semantic: 'any' } }), 'options.evaluations_semantic', 'unknown semantic');
   refused(await alice.pdp('/access/v1/evaluations', { ...body, options: 3 }), 'options', 'options not an object');
   refused(await alice.pdp('/access/v1/evaluations', { ...body, subject: { type: 'user' } }), 'subject.id', 'an invalid default');
@@ -219,7 +257,9 @@ test('metadata: both well-known forms, built from AUTH_AUTHZEN_BASE_URL only; 40
     assert.deepEqual(res.value, doc);
     assert.deepEqual(Object.keys(res.value ?? {}), Object.keys(doc));
     assert.equal(res.headers.get('cache-control'), 'public, max-age=300');
-    const spoofed = await fetch(`${server.baseUrl}/.well-known/authzen-configuration${path}`, { headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', authorization: 'Bearer nonsense' } });
+    const spoofed = await fetch(`${server.baseUrl}/.well-known/authzen-configuration${path}`, {
+      headers: { host: 'evil.example', 'x-forwarded-host': 'evil.example', authorization: 'Bearer nonsense' },
+    });
     assert.deepEqual(await spoofed.json(), doc);
   }
   assert.equal((await anon.authzenConfiguration('/other')).status, 404);
@@ -230,10 +270,18 @@ test('metadata: both well-known forms, built from AUTH_AUTHZEN_BASE_URL only; 40
 });
 
 test('AUTH_AUTHZEN_BASE_URL and AUTH_AUTHZEN_SUBJECT_TYPES are checked at start-up', () => {
-  for (const bad of ['http://pdp.example.com', 'https://pdp.example.com/', 'https://u:p@pdp.example.com', 'https://pdp.example.com?x=1', 'https://pdp.example.com#f', 'pdp.example.com']) {
+  for (const bad of [
+    'http://pdp.example.com',
+    'https://pdp.example.com/',
+    'https://u:p@pdp.example.com',
+    'https://pdp.example.com?x=1',
+    'https://pdp.example.com#f',
+    'pdp.example.com',
+  ]) {
     assert.throws(() => loadConfig({ AUTH_AUTHZEN_BASE_URL: bad }, '/nonexistent'), /AUTH_AUTHZEN_BASE_URL/, bad);
   }
-  for (const good of ['https://pdp.example.com', 'https://pdp.example.com:8443/a/b']) assert.equal(loadConfig({ AUTH_AUTHZEN_BASE_URL: good }, '/nonexistent').AUTH_AUTHZEN_BASE_URL, good);
+  for (const good of ['https://pdp.example.com', 'https://pdp.example.com:8443/a/b'])
+    assert.equal(loadConfig({ AUTH_AUTHZEN_BASE_URL: good }, '/nonexistent').AUTH_AUTHZEN_BASE_URL, good);
   assert.equal(loadConfig({}, '/nonexistent').AUTH_AUTHZEN_SUBJECT_TYPES, 'user');
   assert.throws(() => loadConfig({ AUTH_AUTHZEN_SUBJECT_TYPES: 'user,,identity' }, '/nonexistent'), /AUTH_AUTHZEN_SUBJECT_TYPES/);
   assert.throws(() => loadConfig({ AUTH_AUTHZEN_SUBJECT_TYPES: 'us er' }, '/nonexistent'), /AUTH_AUTHZEN_SUBJECT_TYPES/);
@@ -242,12 +290,24 @@ test('AUTH_AUTHZEN_BASE_URL and AUTH_AUTHZEN_SUBJECT_TYPES are checked at start-
 test('OpenAPI lists the six routes; metrics count them by operationId and count each decision; reads are audited', async () => {
   const doc = (await (await fetch(`${server.baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId: string }>> };
   const ids = Object.values(doc.paths).flatMap((p) => Object.values(p).map((op) => op.operationId));
-  for (const id of ['authzen_evaluation', 'authzen_evaluations', 'authzen_search_subject', 'authzen_search_resource', 'authzen_search_action', 'authzen_configuration', 'explain']) assert.ok(ids.includes(id), id);
+  for (const id of [
+    'authzen_evaluation',
+    'authzen_evaluations',
+    'authzen_search_subject',
+    'authzen_search_resource',
+    'authzen_search_action',
+    'authzen_configuration',
+    'explain',
+  ])
+    assert.ok(ids.includes(id), id);
   const scrape = async (): Promise<string> => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
   const value = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 'NaN');
   const evalSeries = 'rbac_http_requests_total{route="authzen_evaluations",method="POST",status="200"}';
   const before = await scrape();
-  const batch = await alice.evaluations({ subject: ok.subject, resource: ok.resource, evaluations: [{ action: { name: 'read' } }, { action: { name: 'x' } }, { action: { name: 'read' } }] }, { requestId: 'audit-me' });
+  const batch = await alice.evaluations(
+    { subject: ok.subject, resource: ok.resource, evaluations: [{ action: { name: 'read' } }, { action: { name: 'x' } }, { action: { name: 'read' } }] },
+    { requestId: 'audit-me' },
+  );
   assert.equal(batch.status, 200);
   const afterScrape = await scrape();
   assert.equal(value(afterScrape, evalSeries) - value(before, evalSeries), 1);
@@ -258,5 +318,9 @@ test('OpenAPI lists the six routes; metrics count them by operationId and count 
     row = (await alice.audit()).data?.find((r) => r.request_id === 'audit-me');
     if (row === undefined) await sleep(100);
   }
-  assert.deepEqual(row && { action: row.action, resource: row.resource, status: row.status }, { action: 'read', resource: '/access/v1/evaluations', status: 200 });
+  assert.deepEqual(row && { action: row.action, resource: row.resource, status: row.status }, {
+    action: 'read',
+    resource: '/access/v1/evaluations',
+    status: 200,
+  });
 });

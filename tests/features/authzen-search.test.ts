@@ -56,7 +56,9 @@ test('evaluation of every user, action and resource equals the model, with a rea
   for (const u of [...model.users(m), 'ghost']) {
     const body = {
       subject: user(u),
-      evaluations: resources.flatMap(([t, i]) => [...model.ACTIONS, 'ad:min'].map((a) => ({ action: { name: a }, resource: { type: t as string, id: i as string } }))),
+      evaluations: resources.flatMap(([t, i]) =>
+        [...model.ACTIONS, 'ad:min'].map((a) => ({ action: { name: a }, resource: { type: t as string, id: i as string } })),
+      ),
     };
     const res = await client.evaluations(body);
     assert.equal(res.status, 200);
@@ -78,8 +80,16 @@ test('subject search, walked to the end at several limits, equals the model', as
       for (const a of model.ACTIONS) {
         const want = model.searchSubjects(m, a, t, i);
         for (const limit of LIMITS) {
-          const got = await walk((page) => client.searchSubjects({ subject: { type: 'user' }, action: { name: a }, resource: { type: t, id: i }, page }), limit, want.length);
-          assert.deepEqual(got, want.map((id) => ({ type: 'user', id })), `${a} on ${t}:${i} limit ${limit}`);
+          const got = await walk(
+            (page) => client.searchSubjects({ subject: { type: 'user' }, action: { name: a }, resource: { type: t, id: i }, page }),
+            limit,
+            want.length,
+          );
+          assert.deepEqual(
+            got,
+            want.map((id) => ({ type: 'user', id })),
+            `${a} on ${t}:${i} limit ${limit}`,
+          );
         }
       }
     }
@@ -93,7 +103,11 @@ test('resource search, walked to the end at several limits, equals the model', a
         const want = model.searchResources(m, u, a, t);
         for (const limit of LIMITS) {
           const got = await walk((page) => client.searchResources({ subject: user(u), action: { name: a }, resource: { type: t }, page }), limit, want.length);
-          assert.deepEqual(got, want.map((id) => ({ type: t, id })), `${u} ${a} on ${t} limit ${limit}`);
+          assert.deepEqual(
+            got,
+            want.map((id) => ({ type: t, id })),
+            `${u} ${a} on ${t} limit ${limit}`,
+          );
         }
       }
     }
@@ -107,7 +121,11 @@ test('action search, walked to the end at several limits, equals the model', asy
         const want = model.searchActions(m, u, t, i);
         for (const limit of [1, 2, undefined]) {
           const got = await walk((page) => client.searchActions({ subject: user(u), resource: { type: t, id: i }, page }), limit, want.length);
-          assert.deepEqual(got, want.map((name) => ({ name })), `${u} on ${t}:${i} limit ${limit}`);
+          assert.deepEqual(
+            got,
+            want.map((name) => ({ name })),
+            `${u} on ${t}:${i} limit ${limit}`,
+          );
         }
       }
     }
@@ -166,11 +184,17 @@ test('a write between two pages: the next page continues after the last id at th
   await c.addMember('alice', 'r');
   const query = { subject: user('alice'), action: { name: 'read' }, resource: { type: 'doc' } };
   const first = await c.searchResources({ ...query, page: { limit: 2 } });
-  assert.deepEqual(first.value?.results.map((r) => r.id), ['a', 'c']);
+  assert.deepEqual(
+    first.value?.results.map((r) => r.id),
+    ['a', 'c'],
+  );
   await c.grant('r', 'doc:b:read');
   await c.grant('r', 'doc:d:read');
   const next = await c.searchResources({ ...query, page: { token: first.value?.page.next_token as string } });
-  assert.deepEqual(next.value?.results.map((r) => r.id), ['d', 'e']);
+  assert.deepEqual(
+    next.value?.results.map((r) => r.id),
+    ['d', 'e'],
+  );
   assert.equal(next.value?.page.total, 5);
   assert.equal(next.revision, 7);
 });

@@ -63,7 +63,9 @@ function sqlitePlace(t: TestContext): Place {
     async cells() {
       const db = new Database(path, { readonly: true });
       try {
-        const tables = prepared(db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
+        const tables = prepared(db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`)
+          .pluck()
+          .all() as string[];
         return new Map(tables.map((name) => [name, (prepared(db, `SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(cellText)]));
       } finally {
         db.close();
@@ -94,7 +96,9 @@ async function postgresPlace(t: TestContext): Promise<Place | undefined> {
     }
   };
   const tables = async (c: pg.Client): Promise<string[]> =>
-    (await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`)).rows.map((r) => r.name);
+    (await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1`)).rows.map(
+      (r) => r.name,
+    );
   return {
     name: 'postgresql',
     options: (env) => ({ env: { ...dbEnv, ...env } }),
@@ -164,13 +168,23 @@ async function readAll(c: RbacClient, n: Names): Promise<unknown> {
     { role: n.team, description: n.teamDescription },
   ]);
   assert.deepEqual((await c.rolePermissions(n.admins)).data, [{ name: 'read' }]);
-  assert.deepEqual((await c.members(n.admins)).data, n.users.map((user) => ({ user })));
+  assert.deepEqual(
+    (await c.members(n.admins)).data,
+    n.users.map((user) => ({ user })),
+  );
   const teamMembers = await c.all((o) => c.members(n.team, o), 2);
-  assert.deepEqual(teamMembers, sorted(n.teamUsers).map((user) => ({ user })), 'sorted by plaintext, paged');
+  assert.deepEqual(
+    teamMembers,
+    sorted(n.teamUsers).map((user) => ({ user })),
+    'sorted by plaintext, paged',
+  );
   assert.deepEqual((await c.userRoles('alice@example.com')).data, [{ role: n.admins }]);
   assert.deepEqual((await c.userPermissions('alice')).data, [{ name: 'read' }]);
   assert.deepEqual((await c.userPermissions(n.teamUsers[0] as string)).data, [{ name: n.perm }]);
-  assert.deepEqual((await c.whichUsersCan('read')).data, n.users.map((user) => ({ user })));
+  assert.deepEqual(
+    (await c.whichUsersCan('read')).data,
+    n.users.map((user) => ({ user })),
+  );
   assert.deepEqual((await c.whichRolesCan(n.perm)).data, [{ role: n.team }]);
   assert.deepEqual((await c.whichRolesCan('read')).data, [{ role: n.admins }]);
   assert.deepEqual((await c.hasPermission('alice@example.com', 'read')).data, { has_permission: true });
@@ -201,7 +215,12 @@ async function readAll(c: RbacClient, n: Names): Promise<unknown> {
       { revision: 2, op: 'role.create', role: n.team },
       { revision: 3, op: 'permission.grant', role: n.admins, permission: 'read' },
       { revision: 4, op: 'permission.grant', role: n.team, permission: n.perm },
-      ...[...n.users.map((user) => [user, n.admins]), ...n.teamUsers.map((user) => [user, n.team])].map(([user, role], i) => ({ revision: 5 + i, op: 'membership.add', role, user })),
+      ...[...n.users.map((user) => [user, n.admins]), ...n.teamUsers.map((user) => [user, n.team])].map(([user, role], i) => ({
+        revision: 5 + i,
+        op: 'membership.add',
+        role,
+        user,
+      })),
     ],
   );
   // The refusals' rows are recorded apart from a write, a moment later.
@@ -242,14 +261,22 @@ async function assertNothingInPlaintext(place: Place, n: Names, tag: string, fil
       assert.equal(hit, undefined, `${place.name} table ${table} holds '${name}' in plaintext: ${hit}`);
     }
   }
-  for (const [, stored] of VECTORS) assert.ok([...cells.values()].some((values) => values.includes(stored)), `the ciphertext ${stored} is stored`);
+  for (const [, stored] of VECTORS)
+    assert.ok(
+      [...cells.values()].some((values) => values.includes(stored)),
+      `the ciphertext ${stored} is stored`,
+    );
   for (const [file, bytes] of files) {
     for (const name of secretNames(n, tag).filter((x) => x !== 'read')) {
       assert.equal(bytes.includes(Buffer.from(name, 'utf8')), false, `${file} holds '${name}' in plaintext`);
     }
   }
   if (files.size > 0) {
-    for (const [plain, stored] of VECTORS) assert.ok([...files.values()].some((b) => b.includes(stored)), `the files hold ${plain} as ${stored}`);
+    for (const [plain, stored] of VECTORS)
+      assert.ok(
+        [...files.values()].some((b) => b.includes(stored)),
+        `the files hold ${plain} as ${stored}`,
+      );
   }
 }
 
@@ -279,7 +306,11 @@ async function encryptedScenario(t: TestContext, place: Place): Promise<void> {
   const view = await readAll(server.client(key), n);
   // While it runs, the WAL holds the recent writes.
   const running = place.files();
-  if (place.name === 'sqlite') assert.ok([...running].some(([f, b]) => f.endsWith('-wal') && b.length > 0), `a WAL to read: ${[...running.keys()].join(', ')}`);
+  if (place.name === 'sqlite')
+    assert.ok(
+      [...running].some(([f, b]) => f.endsWith('-wal') && b.length > 0),
+      `a WAL to read: ${[...running.keys()].join(', ')}`,
+    );
   await assertNothingInPlaintext(place, n, tag, running);
   assert.equal(await server.stop(), 0);
   await assertNothingInPlaintext(place, n, tag);
@@ -312,18 +343,26 @@ async function plaintextScenario(t: TestContext, place: Place): Promise<void> {
   assert.equal(await place.state(), before, 'refused before touching the data');
 }
 
-test('SQLite: every route answers plaintext, nothing is stored in plaintext; a wrong key or no encryption is refused, untouched', { timeout: 300_000 }, async (t) => {
-  await encryptedScenario(t, sqlitePlace(t));
-});
+test(
+  'SQLite: every route answers plaintext, nothing is stored in plaintext; a wrong key or no encryption is refused, untouched',
+  { timeout: 300_000 },
+  async (t) => {
+    await encryptedScenario(t, sqlitePlace(t));
+  },
+);
 
 test('SQLite: a plaintext database is not encrypted over: start-up is refused, the data untouched', { timeout: 120_000 }, async (t) => {
   await plaintextScenario(t, sqlitePlace(t));
 });
 
-test('PostgreSQL: every route answers plaintext, nothing is stored in plaintext; a wrong key or no encryption is refused, untouched', { timeout: 300_000 }, async (t) => {
-  const place = await postgresPlace(t);
-  if (place !== undefined) await encryptedScenario(t, place);
-});
+test(
+  'PostgreSQL: every route answers plaintext, nothing is stored in plaintext; a wrong key or no encryption is refused, untouched',
+  { timeout: 300_000 },
+  async (t) => {
+    const place = await postgresPlace(t);
+    if (place !== undefined) await encryptedScenario(t, place);
+  },
+);
 
 test('PostgreSQL: a plaintext database is not encrypted over: start-up is refused, the data untouched', { timeout: 120_000 }, async (t) => {
   const place = await postgresPlace(t);
@@ -376,7 +415,11 @@ test('two instances on one PostgreSQL and Redis: a write on one is seen on the o
     const parsed = JSON.parse(m) as Record<string, unknown>;
     assert.equal(parsed.change, undefined, `tenant and revision only: ${m}`);
     // `at`: the commit time (a number), for the invalidation delay.
-    assert.deepEqual(Object.keys(parsed).filter((k) => !['v', 'tenant', 'revision', 'from', 'at'].includes(k)), [], m);
+    assert.deepEqual(
+      Object.keys(parsed).filter((k) => !['v', 'tenant', 'revision', 'from', 'at'].includes(k)),
+      [],
+      m,
+    );
     assert.ok(parsed.at === undefined || typeof parsed.at === 'number', m);
   }
   for (const m of heard) {

@@ -39,18 +39,7 @@ function shuffle<T>(rng: Rng, items: T[]): T[] {
 
 const ROLES = ['A', 'Z', '_x', 'a', 'a.b', 'ops+dev|1'] as const;
 const PERMS = ['read', 'Read', 'write', '_x', 'a.b', 'z', 'doc:edit', 'A-1'] as const;
-const USERS = [
-  'user@example.com',
-  'User@example.com',
-  'a',
-  'A',
-  'Z',
-  '_x',
-  'a.b',
-  'bob+tag@ex.io',
-  'x|y',
-  'L'.repeat(128),
-] as const;
+const USERS = ['user@example.com', 'User@example.com', 'a', 'A', 'Z', '_x', 'a.b', 'bob+tag@ex.io', 'x|y', 'L'.repeat(128)] as const;
 const DESCRIPTIONS = [
   'Administrators',
   'Ünïcødé — ✓',
@@ -328,7 +317,8 @@ async function verifyCursorBinding(a: Tenant, b: Tenant): Promise<void> {
     expectErr(await a.client.listRoles({ cursor }), 400, `${a.label} GET /api/roles with a members cursor`, a.key);
     // Same route, other path parameter.
     const r2 = [...m.roles.keys()].find((r) => r !== r1);
-    if (r2 !== undefined) expectErr(await a.client.members(r2, { cursor }), 400, `${a.label} GET /api/members/${r2} with the cursor of /api/members/${r1}`, a.key);
+    if (r2 !== undefined)
+      expectErr(await a.client.members(r2, { cursor }), 400, `${a.label} GET /api/members/${r2} with the cursor of /api/members/${r1}`, a.key);
     // Tampered (first character changed) and garbage.
     const first = cursor[0] === 'A' ? 'B' : 'A';
     expectErr(await a.client.members(r1, { cursor: first + cursor.slice(1) }), 400, `${a.label} GET /api/members/${r1} with a tampered cursor`, a.key);
@@ -380,18 +370,27 @@ async function runSeed(seed: number, diagnostic: (msg: string) => void): Promise
     await verifyCursorBinding(a, b);
     // The same key in upper case is the same client (§3).
     const upper = server.client(a.key.toUpperCase());
-    assert.deepEqual(compact(expectOk(await upper.listRoles(), 200, 'upper-case key GET /api/roles')), compact(a.model.roleList()), 'upper-case key sees the same client');
+    assert.deepEqual(
+      compact(expectOk(await upper.listRoles(), 200, 'upper-case key GET /api/roles')),
+      compact(a.model.roleList()),
+      'upper-case key sees the same client',
+    );
     // A fresh tenant sees none of it.
     await verifyEmpty(server.client(), 'fresh tenant');
     for (const x of [a, b]) {
       const grants = [...x.model.roles.values()].reduce((n, r) => n + r.perms.size, 0);
       const members = [...x.model.roles.values()].reduce((n, r) => n + r.members.size, 0);
-      diagnostic(`${x.label}: ${x.stats.ok} writes applied, ${x.stats.refused} refused as predicted; end state ${x.model.roles.size} roles, ${grants} grants, ${members} memberships, revision ${x.model.revision}`);
+      diagnostic(
+        `${x.label}: ${x.stats.ok} writes applied, ${x.stats.refused} refused as predicted; end state ${x.model.roles.size} roles, ${grants} grants, ${members} memberships, revision ${x.model.revision}`,
+      );
     }
   } catch (err) {
     const tail = (t: Tenant): string => {
       const start = Math.max(0, t.log.length - 25);
-      return t.log.slice(start).map((line, i) => `  ${start + i}: ${squeeze(line)}`).join('\n');
+      return t.log
+        .slice(start)
+        .map((line, i) => `  ${start + i}: ${squeeze(line)}`)
+        .join('\n');
     };
     const warnings = server
       .output()

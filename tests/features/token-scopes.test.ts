@@ -66,7 +66,10 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
     // Unknown paths and wrong methods come first (§2).
     expectError(await read.request('PUT', '/api/role/new-role'), 405, 'PUT');
     expectError(await read.request('POST', '/api/no-such-route'), 404, 'unknown path');
-    assert.deepEqual({ roles: (await key.listRoles()).data, perms: (await key.rolePermissions('editors')).data, members: (await key.members('editors')).data }, before);
+    assert.deepEqual(
+      { roles: (await key.listRoles()).data, perms: (await key.rolePermissions('editors')).data, members: (await key.members('editors')).data },
+      before,
+    );
     assert.equal((await key.listRoles()).revision, revision, 'nothing was written');
   });
 
@@ -83,9 +86,18 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
   /** Every GET route with names of {@link seeded}; more from the OpenAPI document. */
   async function readRoutes(): Promise<string[]> {
     const paths = new Set([
-      '/api/roles', '/api/permission/editors/docs.write', '/api/role_permissions/editors', '/api/membership/alice/editors',
-      '/api/members/editors', '/api/has_permission/alice/docs.write', '/api/user_permissions/alice', '/api/user_roles/alice',
-      '/api/which_users_can/docs.write', '/api/which_roles_can/docs.write', '/api/changes', '/api/changes?since=1',
+      '/api/roles',
+      '/api/permission/editors/docs.write',
+      '/api/role_permissions/editors',
+      '/api/membership/alice/editors',
+      '/api/members/editors',
+      '/api/has_permission/alice/docs.write',
+      '/api/user_permissions/alice',
+      '/api/user_roles/alice',
+      '/api/which_users_can/docs.write',
+      '/api/which_roles_can/docs.write',
+      '/api/changes',
+      '/api/changes?since=1',
     ]);
     const doc = (await server.client().openapi()).body as unknown as { paths?: Record<string, Record<string, unknown>> } | undefined;
     const fill: Record<string, string> = { role: 'editors', permission: 'docs.write', user: 'alice', workflow: 'docs.write' };
@@ -106,10 +118,16 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
       if (!path.startsWith('/api/audit')) assert.deepEqual(byToken.data, byKey.data, `GET ${path}`);
       assert.equal(byToken.revision, revision, `X-Authz-Revision of GET ${path}`);
     }
-    const check = await read.check([{ user: 'alice', permission: 'docs.write' }, { user: 'bob', permission: 'docs.write' }]);
+    const check = await read.check([
+      { user: 'alice', permission: 'docs.write' },
+      { user: 'bob', permission: 'docs.write' },
+    ]);
     assert.equal(check.status, 200, show(check));
     assert.deepEqual(check.data, {
-      results: [{ user: 'alice', permission: 'docs.write', has_permission: true }, { user: 'bob', permission: 'docs.write', has_permission: false }],
+      results: [
+        { user: 'alice', permission: 'docs.write', has_permission: true },
+        { user: 'bob', permission: 'docs.write', has_permission: false },
+      ],
       all: false,
       any: true,
     });
@@ -141,7 +159,14 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
     const { header, payload, signature } = decodeJwt(real);
     const [h, p] = real.split('.') as [string, string];
     const now = nowSeconds();
-    const claims: JsonObject = { sub: subOf(key.key ?? ''), scope: 'read', iat: now, exp: now + 600, jti: randomBytes(12).toString('hex'), iss: 'rbac-gateway' };
+    const claims: JsonObject = {
+      sub: subOf(key.key ?? ''),
+      scope: 'read',
+      iat: now,
+      exp: now + 600,
+      jti: randomBytes(12).toString('hex'),
+      iss: 'rbac-gateway',
+    };
     const without = (name: string): JsonObject => Object.fromEntries(Object.entries(claims).filter(([k]) => k !== name));
     const made = (c: JsonObject, alg = 'HS256', secret = SECRET, signAs?: string): string => signJwt({ ...header, alg }, c, secret, signAs);
     // The control: a token made here with the same secret and claims is a valid token.

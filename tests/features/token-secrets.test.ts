@@ -44,7 +44,14 @@ test('after a restart on the same SQLite file a token still works; with another 
   // signature or the secret (audit rows name a token by its jti).
   const stored = Buffer.concat(readdirSync(tmp.dir).map((f) => readFileSync(join(tmp.dir, f))));
   const signature = token.split('.')[2] as string;
-  for (const [what, text] of [['key', key.key as string], ['key upper-cased', (key.key as string).toUpperCase()], ['token', token], ['signature', signature], ['secret', SECRET], ['other secret', OTHER_SECRET]] as const) {
+  for (const [what, text] of [
+    ['key', key.key as string],
+    ['key upper-cased', (key.key as string).toUpperCase()],
+    ['token', token],
+    ['signature', signature],
+    ['secret', SECRET],
+    ['other secret', OTHER_SECRET],
+  ] as const) {
     assert.ok(!stored.includes(Buffer.from(text)), `the database files do not hold the ${what}`);
   }
   assert.ok(stored.includes(Buffer.from(subOf(key.key as string))), 'they do hold the key hash (the client id)');
@@ -73,8 +80,16 @@ test('without AUTH_JWT_SECRET_KEY: POST /api/token is 501 naming it, and a JWT i
   const error = expectError(res, 501, 'POST /api/token', 1);
   assert.ok(error.includes('AUTH_JWT_SECRET_KEY'), `error ${JSON.stringify(error)} should name AUTH_JWT_SECRET_KEY`);
   const now = nowSeconds();
-  const jwt = signJwt({ alg: 'HS256', typ: 'JWT' }, { sub: subOf(key.key ?? ''), scope: 'write', iat: now, exp: now + 600, jti: randomBytes(12).toString('hex'), iss: 'rbac-gateway' }, SECRET);
-  const minted = signJwt({ alg: 'HS256', typ: 'JWT' }, { sub: subOf(key.key ?? ''), scope: 'read', iat: now, exp: now + 600, jti: randomBytes(12).toString('hex'), iss: 'rbac-gateway' }, OTHER_SECRET);
+  const jwt = signJwt(
+    { alg: 'HS256', typ: 'JWT' },
+    { sub: subOf(key.key ?? ''), scope: 'write', iat: now, exp: now + 600, jti: randomBytes(12).toString('hex'), iss: 'rbac-gateway' },
+    SECRET,
+  );
+  const minted = signJwt(
+    { alg: 'HS256', typ: 'JWT' },
+    { sub: subOf(key.key ?? ''), scope: 'read', iat: now, exp: now + 600, jti: randomBytes(12).toString('hex'), iss: 'rbac-gateway' },
+    OTHER_SECRET,
+  );
   for (const token of [jwt, minted]) {
     const c = withToken(token, plain);
     expect401(await c.listRoles(), token, 'GET /api/roles with a JWT');

@@ -11,7 +11,20 @@ import { decodeJwt, hs256Valid, subOf } from '../helpers/jwt.ts';
 import { answeredBy } from '../helpers/raw-http.ts';
 import { TIMESTAMP_RE } from '../helpers/contract.ts';
 import { show } from '../helpers/show.ts';
-import { SECRET, nowSeconds, mint, tokenFor, withToken, fresh, expectError, expect401, expectRevisionHeader, seeded, server, tokenServer } from '../helpers/tokens.ts';
+import {
+  SECRET,
+  nowSeconds,
+  mint,
+  tokenFor,
+  withToken,
+  fresh,
+  expectError,
+  expect401,
+  expectRevisionHeader,
+  seeded,
+  server,
+  tokenServer,
+} from '../helpers/tokens.ts';
 
 describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
   tokenServer();
@@ -45,7 +58,10 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
     assert.equal(payload.scope, 'write');
     assert.equal(payload.iss, 'rbac-gateway');
     assert.ok(typeof payload.jti === 'string' && payload.jti.length > 0, `jti: ${JSON.stringify(payload.jti)}`);
-    assert.ok(Number.isInteger(payload.iat) && (payload.iat as number) >= from - 1 && (payload.iat as number) <= to + 1, `iat ${String(payload.iat)} not now (${from})`);
+    assert.ok(
+      Number.isInteger(payload.iat) && (payload.iat as number) >= from - 1 && (payload.iat as number) <= to + 1,
+      `iat ${String(payload.iat)} not now (${from})`,
+    );
     assert.equal((payload.exp as number) - (payload.iat as number), 900, 'exp - iat');
     const shown = `${JSON.stringify(res.body)} ${JSON.stringify(payload)}`.toLowerCase();
     assert.ok(!shown.includes(rawKey.toLowerCase()), 'neither the answer nor the token holds the key');
@@ -62,7 +78,13 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
 
   test('ttl_seconds from 1 to 86400 and scope read or write are granted as asked', async () => {
     const c = server.client();
-    const cases: Array<{ scope?: string; ttl_seconds?: number }> = [{ ttl_seconds: 1 }, { ttl_seconds: 60, scope: 'read' }, { ttl_seconds: 86400, scope: 'write' }, { scope: 'read' }, { scope: 'write' }];
+    const cases: Array<{ scope?: string; ttl_seconds?: number }> = [
+      { ttl_seconds: 1 },
+      { ttl_seconds: 60, scope: 'read' },
+      { ttl_seconds: 86400, scope: 'write' },
+      { scope: 'read' },
+      { scope: 'write' },
+    ];
     for (const body of cases) {
       const res = await mint(c, body);
       const context = `${JSON.stringify(body)}: ${show(res)}`;
@@ -147,7 +169,7 @@ describe('with AUTH_JWT_SECRET_KEY, on two workers', () => {
     }
   });
 
-  test('client isolation: a token sees its own client only; another client\'s role is 404', async () => {
+  test("client isolation: a token sees its own client only; another client's role is 404", async () => {
     const a = server.client();
     const b = server.client();
     assert.equal((await a.createRole('a-only')).status, 201);

@@ -67,78 +67,93 @@ async function pair(t: Parameters<typeof sharedDatabase>[0], env: Record<string,
  */
 async function visibleAfter(server: RunningServer, key: string, role: string, since: number): Promise<number> {
   let revision: number | undefined;
-  await waitUntil(() => `${role} visible (revision ${revision})`, async () => {
-    const r = await roles(server, key);
-    revision = r.revision;
-    return r.names.includes(role) ? true : undefined;
-  }, { intervalMs: 5 });
+  await waitUntil(
+    () => `${role} visible (revision ${revision})`,
+    async () => {
+      const r = await roles(server, key);
+      revision = r.revision;
+      return r.names.includes(role) ? true : undefined;
+    },
+    { intervalMs: 5 },
+  );
   return performance.now() - since;
 }
 
-test('4 workers: a flood of unknown keys hydrates nothing and caches nothing; each first write is seen at once by every worker', { timeout: 120_000 }, async (t) => {
-  const metricsPort = await freePort();
-  const server = await startServer({ env: { AUTH_WORKERS: '4', AUTH_METRICS_PORT: String(metricsPort) } });
-  t.after(() => server.kill());
-  const real = randomUUID();
-  await createRole(server, real, 'ops');
-  assert.deepEqual((await roles(server, real)).names, ['ops']);
-  const before = await scrape(metricsPort);
+test(
+  '4 workers: a flood of unknown keys hydrates nothing and caches nothing; each first write is seen at once by every worker',
+  { timeout: 120_000 },
+  async (t) => {
+    const metricsPort = await freePort();
+    const server = await startServer({ env: { AUTH_WORKERS: '4', AUTH_METRICS_PORT: String(metricsPort) } });
+    t.after(() => server.kill());
+    const real = randomUUID();
+    await createRole(server, real, 'ops');
+    assert.deepEqual((await roles(server, real)).names, ['ops']);
+    const before = await scrape(metricsPort);
 
-  const N = 400;
-  for (let i = 0; i < N; i += 40) {
-    const answers = await Promise.all(
-      Array.from({ length: 40 }, () => rawRequest<{ has_permission: boolean }>({ port: server.port, key: randomUUID(), path: '/api/has_permission/alice/read' })),
-    );
-    for (const a of answers) assert.deepEqual([a.status, a.data?.has_permission, a.revision], [200, false, 0]);
-  }
-  const after = await scrape(metricsPort);
-  const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
-  assert.equal(delta('rbac_hydration_duration_seconds_count'), 0, 'no unknown key was read from the database');
-  assert.equal(delta('rbac_cache_clients'), 0, 'nor cached');
-  assert.equal(delta('rbac_cache_misses_total'), 0);
-  assert.equal(delta('rbac_unknown_client_requests_total'), N, 'each counted as an unknown client');
-  assert.ok((after.get('rbac_client_index_clients') ?? 0) >= 1, 'the real client is indexed');
+    const N = 400;
+    for (let i = 0; i < N; i += 40) {
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          rawRequest<{ has_permission: boolean }>({ port: server.port, key: randomUUID(), path: '/api/has_permission/alice/read' }),
+        ),
+      );
+      for (const a of answers) assert.deepEqual([a.status, a.data?.has_permission, a.revision], [200, false, 0]);
+    }
+    const after = await scrape(metricsPort);
+    const delta = (name: string): number => (after.get(name) ?? 0) - (before.get(name) ?? 0);
+    assert.equal(delta('rbac_hydration_duration_seconds_count'), 0, 'no unknown key was read from the database');
+    assert.equal(delta('rbac_cache_clients'), 0, 'nor cached');
+    assert.equal(delta('rbac_cache_misses_total'), 0);
+    assert.equal(delta('rbac_unknown_client_requests_total'), N, 'each counted as an unknown client');
+    assert.ok((after.get('rbac_client_index_clients') ?? 0) >= 1, 'the real client is indexed');
 
-  // First writes: every worker answered the key as unknown first; right after the write's
-  // response, every new connection (any worker) sees it.
-  const stale: string[] = [];
-  for (let k = 0; k < 20; k++) {
-    const key = randomUUID();
-    for (let i = 0; i < 8; i++) assert.deepEqual((await roles(server, key)).names, []);
-    const revision = await createRole(server, key, `r${k}`);
-    const reads = await Promise.all(Array.from({ length: 8 }, () => roles(server, key)));
-    for (const r of reads) if (r.revision !== revision || !r.names.includes(`r${k}`)) stale.push(`key ${k}: revision ${r.revision}, roles ${r.names.join(',')}`);
-  }
-  assert.deepEqual(stale, [], 'no read after a first write misses it');
+    // First writes: every worker answered the key as unknown first; right after the write's
+    // response, every new connection (any worker) sees it.
+    const stale: string[] = [];
+    for (let k = 0; k < 20; k++) {
+      const key = randomUUID();
+      for (let i = 0; i < 8; i++) assert.deepEqual((await roles(server, key)).names, []);
+      const revision = await createRole(server, key, `r${k}`);
+      const reads = await Promise.all(Array.from({ length: 8 }, () => roles(server, key)));
+      for (const r of reads)
+        if (r.revision !== revision || !r.names.includes(`r${k}`)) stale.push(`key ${k}: revision ${r.revision}, roles ${r.names.join(',')}`);
+    }
+    assert.deepEqual(stale, [], 'no read after a first write misses it');
 
-  // A client deleted down to nothing is still a client, at its revision, on every worker.
-  const gone = randomUUID();
-  await createRole(server, gone, 'temp');
-  assert.equal((await rawRequest({ port: server.port, key: gone, method: 'DELETE', path: '/api/role/temp' })).status, 200);
-  for (const r of await Promise.all(Array.from({ length: 8 }, () => roles(server, gone)))) assert.deepEqual([r.revision, r.names], [2, []]);
-});
+    // A client deleted down to nothing is still a client, at its revision, on every worker.
+    const gone = randomUUID();
+    await createRole(server, gone, 'temp');
+    assert.equal((await rawRequest({ port: server.port, key: gone, method: 'DELETE', path: '/api/role/temp' })).status, 200);
+    for (const r of await Promise.all(Array.from({ length: 8 }, () => roles(server, gone)))) assert.deepEqual([r.revision, r.names], [2, []]);
+  },
+);
 
-test('two instances with Redis: a first write on A is seen on B within the invalidation delay, and at once with X-Authz-Min-Revision', { timeout: 120_000 }, async (t) => {
-  if (!(await requireService(t, 'redis', REDIS_URL))) return;
-  // A long revalidation period: only the push through Redis can tell B.
-  const servers = await pair(t, { AUTH_REDIS_URL: REDIS_URL, AUTH_REVALIDATE_MS: '60000' });
-  if (servers === undefined) return;
-  const [a, b] = servers;
-  const delays: number[] = [];
-  for (let k = 0; k < 10; k++) {
-    const key = randomUUID();
-    assert.deepEqual((await roles(b, key)).names, [], 'B answers it as unknown first');
-    const revision = await createRole(a, key, 'first');
-    const t0 = performance.now();
-    delays.push(await visibleAfter(b, key, 'first', t0));
-    const pinned = randomUUID();
-    const r = await createRole(a, pinned, 'pinned');
-    const read = await roles(b, pinned, r);
-    assert.deepEqual([read.status, read.names], [200, ['pinned']], 'never stale with X-Authz-Min-Revision');
-    assert.ok((read.revision ?? 0) >= (revision ?? 1));
-  }
-  t.diagnostic(`first writes on A visible on B after ${delays.map((d) => d.toFixed(0)).join(', ')} ms`);
-});
+test(
+  'two instances with Redis: a first write on A is seen on B within the invalidation delay, and at once with X-Authz-Min-Revision',
+  { timeout: 120_000 },
+  async (t) => {
+    if (!(await requireService(t, 'redis', REDIS_URL))) return;
+    // A long revalidation period: only the push through Redis can tell B.
+    const servers = await pair(t, { AUTH_REDIS_URL: REDIS_URL, AUTH_REVALIDATE_MS: '60000' });
+    if (servers === undefined) return;
+    const [a, b] = servers;
+    const delays: number[] = [];
+    for (let k = 0; k < 10; k++) {
+      const key = randomUUID();
+      assert.deepEqual((await roles(b, key)).names, [], 'B answers it as unknown first');
+      const revision = await createRole(a, key, 'first');
+      const t0 = performance.now();
+      delays.push(await visibleAfter(b, key, 'first', t0));
+      const pinned = randomUUID();
+      const r = await createRole(a, pinned, 'pinned');
+      const read = await roles(b, pinned, r);
+      assert.deepEqual([read.status, read.names], [200, ['pinned']], 'never stale with X-Authz-Min-Revision');
+      assert.ok((read.revision ?? 0) >= (revision ?? 1));
+    }
+    t.diagnostic(`first writes on A visible on B after ${delays.map((d) => d.toFixed(0)).join(', ')} ms`);
+  },
+);
 
 test('two instances without Redis: a first write on A reaches B through the revalidation backstop', { timeout: 120_000 }, async (t) => {
   const servers = await pair(t, { AUTH_REVALIDATE_MS: '1000' });

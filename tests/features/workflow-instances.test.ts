@@ -45,12 +45,22 @@ const spacing = (list: readonly RunItem[]): number[] => {
  * a run in `known`. Runs in `exact` (made and delivered with no crash in between) were received
  * exactly as many times as the attempts they count.
  */
-function expectDeliveredOnce(receiver: Receiver, path: string, secret: string, known: readonly RunItem[], checked: readonly RunItem[], exact: ReadonlySet<string>): void {
+function expectDeliveredOnce(
+  receiver: Receiver,
+  path: string,
+  secret: string,
+  known: readonly RunItem[],
+  checked: readonly RunItem[],
+  exact: ReadonlySet<string>,
+): void {
   const idsByRun = new Map<string, Set<string>>();
   const receiptsById = new Map<string, number>();
   for (const r of receiver.received(path)) {
     const body = verified(secret, r) as { run_at: string };
-    assert.ok(known.some((x) => x.run_at === body.run_at), `a delivery of a run not listed: ${r.body}`);
+    assert.ok(
+      known.some((x) => x.run_at === body.run_at),
+      `a delivery of a run not listed: ${r.body}`,
+    );
     idsByRun.set(body.run_at, (idsByRun.get(body.run_at) ?? new Set()).add(r.id ?? ''));
     receiptsById.set(r.id ?? '', (receiptsById.get(r.id ?? '') ?? 0) + 1);
   }
@@ -59,7 +69,8 @@ function expectDeliveredOnce(receiver: Receiver, path: string, secret: string, k
     const ids = [...(idsByRun.get(run.run_at) ?? [])];
     assert.equal(ids.length, 1, `run ${run.run_at} delivered under exactly one webhook-id: ${ids.join(' ')}`);
     // A retry repeats the id, and counts as an attempt: a second request is no duplicate run.
-    if (exact.has(run.run_at)) assert.equal(receiptsById.get(ids[0] as string), run.delivery.attempts, `run ${run.run_at}: requests received = attempts recorded`);
+    if (exact.has(run.run_at))
+      assert.equal(receiptsById.get(ids[0] as string), run.delivery.attempts, `run ${run.run_at}: requests received = attempts recorded`);
   }
 }
 
@@ -89,7 +100,13 @@ test('two instances on one database: each run once, never twice; the lease holde
   await waitForRuns(cb, 'nightly', 'three runs', EVENT_TIMEOUT_MS, (l) => l.length >= 3);
   const bob = await cb.addMember('bob', 'r');
   assert.equal(bob.status, 201);
-  const window = await waitForRuns(cb, 'nightly', 'three runs after the change', EVENT_TIMEOUT_MS, (l) => l.filter((r) => r.revision >= (bob.revision as number)).length >= 3);
+  const window = await waitForRuns(
+    cb,
+    'nightly',
+    'three runs after the change',
+    EVENT_TIMEOUT_MS,
+    (l) => l.filter((r) => r.revision >= (bob.revision as number)).length >= 3,
+  );
   const elapsed = (Date.now() - created) / 1000;
   expectNewestFirst(window);
   assert.equal(new Set(window.map((r) => r.run_at)).size, window.length, 'run_at values distinct');
@@ -127,7 +144,13 @@ test('two instances on one database: each run once, never twice; the lease holde
 
   // Then on time again, one run per interval, each delivered under one id.
   const resumed = atMs(next.run_at);
-  const since = await waitForRuns(cs, 'nightly', 'three runs from the takeover on', EVENT_TIMEOUT_MS, (l) => l.filter((r) => atMs(r.run_at) >= resumed).length >= 3);
+  const since = await waitForRuns(
+    cs,
+    'nightly',
+    'three runs from the takeover on',
+    EVENT_TIMEOUT_MS,
+    (l) => l.filter((r) => atMs(r.run_at) >= resumed).length >= 3,
+  );
   const tail = since.filter((r) => atMs(r.run_at) >= resumed);
   const tailSeconds = (Date.now() - resumed) / 1000;
   const tailGaps = spacing(tail);
@@ -135,9 +158,18 @@ test('two instances on one database: each run once, never twice; the lease holde
   assert.ok(tail.length <= Math.floor(tailSeconds / INTERVAL_S) + 2, `${tail.length} runs in the ${tailSeconds.toFixed(1)} s after the takeover`);
   for (const g of tailGaps) assert.ok(g >= 1, `runs spaced ${g} s apart after the takeover`);
   const newest = atMs(tail[0]?.run_at as string);
-  const all = await waitForRuns(cs, 'nightly', 'every run delivered', EVENT_TIMEOUT_MS, (l) => l.filter((r) => atMs(r.run_at) <= newest).every((r) => r.delivery.status === 'delivered'));
+  const all = await waitForRuns(cs, 'nightly', 'every run delivered', EVENT_TIMEOUT_MS, (l) =>
+    l.filter((r) => atMs(r.run_at) <= newest).every((r) => r.delivery.status === 'delivered'),
+  );
   assert.equal(new Set(all.map((r) => r.run_at)).size, all.length, 'run_at values distinct across the takeover');
   // Runs made after the kill are the survivor's alone, as are their deliveries.
   const exact = new Set([...windowDelivered, ...all.filter((r) => atMs(r.run_at) > killed)].map((r) => r.run_at));
-  expectDeliveredOnce(receiver, path, secret, all, all.filter((r) => atMs(r.run_at) <= newest), exact);
+  expectDeliveredOnce(
+    receiver,
+    path,
+    secret,
+    all,
+    all.filter((r) => atMs(r.run_at) <= newest),
+    exact,
+  );
 });

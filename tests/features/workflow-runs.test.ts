@@ -75,8 +75,10 @@ class Recorder {
 
   createRole = (role: string): Promise<number> => this.write((c) => c.createRole(role), 201, { op: 'role.create', role, description: '' });
   deleteRole = (role: string): Promise<number> => this.write((c) => c.deleteRole(role), 200, { op: 'role.delete', role });
-  grant = (role: string, permission: string): Promise<number> => this.write((c) => c.grant(role, permission), 201, { op: 'permission.grant', role, permission });
-  revoke = (role: string, permission: string): Promise<number> => this.write((c) => c.revoke(role, permission), 200, { op: 'permission.revoke', role, permission });
+  grant = (role: string, permission: string): Promise<number> =>
+    this.write((c) => c.grant(role, permission), 201, { op: 'permission.grant', role, permission });
+  revoke = (role: string, permission: string): Promise<number> =>
+    this.write((c) => c.revoke(role, permission), 200, { op: 'permission.revoke', role, permission });
   add = (user: string, role: string): Promise<number> => this.write((c) => c.addMember(user, role), 201, { op: 'membership.add', user, role });
   remove = (user: string, role: string): Promise<number> => this.write((c) => c.removeMember(user, role), 200, { op: 'membership.remove', user, role });
 
@@ -96,8 +98,16 @@ class Recorder {
       const now = this.holdersAt(run.revision);
       const what = `run at ${run.run_at} (revision ${run.revision}): ${JSON.stringify(run)}; expected holders ${JSON.stringify(now)} after ${JSON.stringify(previous)}`;
       assert.equal(run.users_count, now.length, `users_count of the ${what}`);
-      assert.deepEqual(run.added, now.filter((u) => !previous.includes(u)), `added of the ${what}`);
-      assert.deepEqual(run.removed, previous.filter((u) => !now.includes(u)), `removed of the ${what}`);
+      assert.deepEqual(
+        run.added,
+        now.filter((u) => !previous.includes(u)),
+        `added of the ${what}`,
+      );
+      assert.deepEqual(
+        run.removed,
+        previous.filter((u) => !now.includes(u)),
+        `removed of the ${what}`,
+      );
       previous = now;
     }
   }
@@ -120,12 +130,15 @@ describe('runs', { concurrency: true }, () => {
     const seen = Date.now();
     const first = list[0] as RunItem;
     expectRunShape(first);
-    assert.deepEqual({ revision: first.revision, users_count: first.users_count, added: first.added, removed: first.removed }, {
-      revision: last,
-      users_count: 3,
-      added: ['Ann', 'bob', 'zoe'],
-      removed: [],
-    });
+    assert.deepEqual(
+      { revision: first.revision, users_count: first.users_count, added: first.added, removed: first.removed },
+      {
+        revision: last,
+        users_count: 3,
+        added: ['Ann', 'bob', 'zoe'],
+        removed: [],
+      },
+    );
     assert.deepEqual(first.delivery, { status: 'none', attempts: 0, last_status: null }, 'no webhook: delivery none');
     const lag = atMs(first.run_at) - answered;
     console.log(`first run: run_at ${lag} ms after the 201, listed ${seen - answered} ms after it`);
@@ -172,8 +185,14 @@ describe('runs', { concurrency: true }, () => {
     for (const run of list) expectRunShape(run);
     expectNewestFirst(list);
     m.check(list);
-    assert.ok(list.slice(0, 2).every((r) => r.added.length === 0 && r.removed.length === 0), `no change, no diff: ${JSON.stringify(list.slice(0, 2))}`);
-    assert.ok(list.every((r) => r.delivery.status === 'none'), 'no webhook: every delivery none');
+    assert.ok(
+      list.slice(0, 2).every((r) => r.added.length === 0 && r.removed.length === 0),
+      `no change, no diff: ${JSON.stringify(list.slice(0, 2))}`,
+    );
+    assert.ok(
+      list.every((r) => r.delivery.status === 'none'),
+      'no webhook: every delivery none',
+    );
     assert.ok(list.length >= steps.length + 4, `${list.length} runs kept across the replacement`);
   });
 
@@ -199,7 +218,11 @@ describe('runs', { concurrency: true }, () => {
     }
     assert.equal(new Set(live.map((r) => r.run_at)).size, live.length, `no run twice: ${live.map((r) => r.run_at).join(' ')}`);
     expectNewestFirst(live);
-    for (const r of early) assert.ok(live.some((x) => x.run_at === r.run_at), `run ${r.run_at} listed before the walk is on a page`);
+    for (const r of early)
+      assert.ok(
+        live.some((x) => x.run_at === r.run_at),
+        `run ${r.run_at} listed before the walk is on a page`,
+      );
 
     // A cursor is bound to its client and its route's path parameters.
     const first = await runsPage(c, 'paged', { limit: 1 });
@@ -247,16 +270,28 @@ describe('runs', { concurrency: true }, () => {
       const restarting = Date.now();
       srv = await startServer({ sqlitePath, env });
       // The overdue run and two more: the spacing after the overdue one can be seen.
-      const list = await waitForRuns(srv.client(key), 'cron', 'three runs after the restart', EVENT_TIMEOUT_MS, (l) => l.filter((r) => atMs(r.run_at) > down).length >= 3);
+      const list = await waitForRuns(
+        srv.client(key),
+        'cron',
+        'three runs after the restart',
+        EVENT_TIMEOUT_MS,
+        (l) => l.filter((r) => atMs(r.run_at) > down).length >= 3,
+      );
       const elapsed = (Date.now() - restarting) / 1000;
       expectNewestFirst(list);
       const late = list.filter((r) => atMs(r.run_at) > down).reverse();
       const times = late.map((r) => ((atMs(r.run_at) - restarting) / 1000).toFixed(2));
       console.log(`runs after the restart, seconds from the restart: ${times.join(' ')}`);
-      assert.ok(late.every((r) => atMs(r.run_at) >= restarting), `no run while stopped: ${times.join(' ')}`);
+      assert.ok(
+        late.every((r) => atMs(r.run_at) >= restarting),
+        `no run while stopped: ${times.join(' ')}`,
+      );
       // One overdue run, then one per 2 s on the grid (a start-up slowed by load leaves more time).
       const most = Math.floor(elapsed / 2) + 2;
-      assert.ok(late.length >= 2 && late.length <= most, `${late.length} runs in the ${elapsed.toFixed(1)} s after the restart, at most ${most}: ${times.join(' ')}`);
+      assert.ok(
+        late.length >= 2 && late.length <= most,
+        `${late.length} runs in the ${elapsed.toFixed(1)} s after the restart, at most ${most}: ${times.join(' ')}`,
+      );
       // After the one overdue run, the next runs keep the interval: a replay would bunch them up.
       // (How late a busy machine runs them is in the times printed above.)
       const spacing = late.slice(1).map((r, i) => (atMs(r.run_at) - atMs((late[i] as RunItem).run_at)) / 1000);

@@ -90,7 +90,10 @@ describe('webhooks', { concurrency: true }, () => {
     const list = await waitForRuns(c, 'ship', 'three delivered runs', EVENT_TIMEOUT_MS, (l) => l.filter((r) => r.delivery.status === 'delivered').length >= 3);
     const delivered = list.filter((r) => r.delivery.status === 'delivered');
     for (const run of delivered) assert.deepEqual(run.delivery, { status: 'delivered', attempts: 1, last_status: 200 }, JSON.stringify(run));
-    assert.ok(list.some((r) => r.added.includes('bob')), 'a run with a change is among them');
+    assert.ok(
+      list.some((r) => r.added.includes('bob')),
+      'a run with a change is among them',
+    );
 
     const got = receiver.received(path);
     const lags: number[] = [];
@@ -122,7 +125,11 @@ describe('webhooks', { concurrency: true }, () => {
     // schedule still running would deliver within its interval and a scheduler tick (250 ms).
     await sleep(2500);
     const late = receiver.received(path).filter((r) => r.at > deleted + 1000);
-    assert.deepEqual(late.map((r) => r.body), [], 'no run and no delivery once the schedule is deleted');
+    assert.deepEqual(
+      late.map((r) => r.body),
+      [],
+      'no run and no delivery once the schedule is deleted',
+    );
   });
 
   test('500, 500, then 200: the same webhook-id three times, about 1 s then 5 s apart; delivered, 3 attempts', { timeout: 120_000 }, async () => {
@@ -137,13 +144,19 @@ describe('webhooks', { concurrency: true }, () => {
     assert.deepEqual(run.delivery, { status: 'delivered', attempts: 3, last_status: 200 });
     assert.deepEqual(run.added, ['u']);
     const got = expectAttemptsOf(path, secret, 'flaky', run);
-    assert.deepEqual(got.map((r) => r.answered), [500, 500, 200]);
+    assert.deepEqual(
+      got.map((r) => r.answered),
+      [500, 500, 200],
+    );
     const [first, second] = gaps(got) as [number, number];
     console.log(`retries after ${first.toFixed(2)} s and ${second.toFixed(2)} s`);
     // Not sooner than the schedule says, and growing; how much later a busy machine makes them is printed.
     assert.ok(first >= 0.5, `first retry after ${first} s, about 1 s`);
     assert.ok(second >= 3.5 && second > first, `second retry after ${second} s, about 5 s (the first after ${first} s)`);
-    assert.ok(seen.some((d) => d.status === 'pending' && d.attempts === 2 && d.last_status === 500), `pending after two failures: ${JSON.stringify(seen)}`);
+    assert.ok(
+      seen.some((d) => d.status === 'pending' && d.attempts === 2 && d.last_status === 500),
+      `pending after two failures: ${JSON.stringify(seen)}`,
+    );
   });
 
   test('a receiver always failing: 4 attempts about 1 s, 5 s and 25 s apart, then failed with last_status 500', { timeout: 240_000 }, async () => {
@@ -164,7 +177,10 @@ describe('webhooks', { concurrency: true }, () => {
     assert.ok(g0 >= 0.5, `first retry after ${g0} s, about 1 s`);
     assert.ok(g1 >= 3.5 && g1 > g0, `second retry after ${g1} s, about 5 s (the first after ${g0} s)`);
     assert.ok(g2 >= 20 && g2 > g1, `third retry after ${g2} s, about 25 s (the second after ${g1} s)`);
-    assert.ok(seen.some((d) => d.status === 'pending' && d.attempts === 3 && d.last_status === 500), `pending while retrying: ${JSON.stringify(seen)}`);
+    assert.ok(
+      seen.some((d) => d.status === 'pending' && d.attempts === 3 && d.last_status === 500),
+      `pending while retrying: ${JSON.stringify(seen)}`,
+    );
     // Nothing may come: a delivery still claimed after its last attempt would be tried at one of
     // the scheduler's next looks (every 250 ms).
     await sleep(1000);
@@ -184,7 +200,10 @@ describe('webhooks', { concurrency: true }, () => {
     const [gap] = gaps(got) as [number];
     console.log(`retry ${gap.toFixed(2)} s after the slow attempt`);
     assert.ok(gap >= 5.5, `the retry ${gap} s after the first attempt: the 5 s limit, then about 1 s`);
-    assert.ok(seen.some((d) => d.status === 'pending' && d.attempts === 1 && d.last_status === null), `no status came in time: ${JSON.stringify(seen)}`);
+    assert.ok(
+      seen.some((d) => d.status === 'pending' && d.attempts === 1 && d.last_status === null),
+      `no status came in time: ${JSON.stringify(seen)}`,
+    );
   });
 
   test('a 302 is not followed and counts as a failure; DELETE stops its retries', { timeout: 120_000 }, async () => {
@@ -205,7 +224,14 @@ describe('webhooks', { concurrency: true }, () => {
     // then, a second and a half more.
     const secondAttempt = receiver.received(path)[1]?.at ?? deleted;
     await sleep(Math.max(0, secondAttempt + 6500 - Date.now()));
-    assert.deepEqual(receiver.received(path).filter((r) => r.at > deleted + 500).map((r) => r.id), [], 'no retry of a deleted schedule');
+    assert.deepEqual(
+      receiver
+        .received(path)
+        .filter((r) => r.at > deleted + 500)
+        .map((r) => r.id),
+      [],
+      'no retry of a deleted schedule',
+    );
     assert.deepEqual(receiver.received(target), []);
   });
 
@@ -232,10 +258,20 @@ describe('webhooks', { concurrency: true }, () => {
         const { run } = await settled(srv.client(key), 'resumed', 60_000);
         const got = expectAttemptsOf(path, secret, 'resumed', run);
         const t0 = got[0]?.at ?? 0;
-        console.log(`${how}: attempts at ${got.map((r) => ((r.at - t0) / 1000).toFixed(2)).join(', ')} s; stopped at ${((down - t0) / 1000).toFixed(2)} s, listening again at ${((up - t0) / 1000).toFixed(2)} s`);
+        console.log(
+          `${how}: attempts at ${got.map((r) => ((r.at - t0) / 1000).toFixed(2)).join(', ')} s; stopped at ${((down - t0) / 1000).toFixed(2)} s, listening again at ${((up - t0) / 1000).toFixed(2)} s`,
+        );
         assert.ok(got.length > earlier.length, 'an attempt after the restart');
-        assert.deepEqual(got.map((r) => r.answered), [...earlier.map(() => 500), 200], 'failures before the restart, success after');
-        assert.deepEqual(run.delivery, { status: 'delivered', attempts: got.length, last_status: 200 }, `attempts across the restart (${earlier.length} before it)`);
+        assert.deepEqual(
+          got.map((r) => r.answered),
+          [...earlier.map(() => 500), 200],
+          'failures before the restart, success after',
+        );
+        assert.deepEqual(
+          run.delivery,
+          { status: 'delivered', attempts: got.length, last_status: 200 },
+          `attempts across the restart (${earlier.length} before it)`,
+        );
         assert.equal(await srv.stop(), 0, `exit code after SIGTERM\n${srv.output().slice(-1500)}`);
       } finally {
         await srv.kill();

@@ -107,7 +107,12 @@ describe('workflow routes', { concurrency: true }, () => {
     assert.equal(nobody.status, 200, show(nobody));
     assert.deepEqual(nobody.data, [], 'a workflow nobody holds: []');
 
-    for (const [user, expected] of [['alice', true], ['_u', true], ['carol', false], ['ghost', false]] as const) {
+    for (const [user, expected] of [
+      ['alice', true],
+      ['_u', true],
+      ['carol', false],
+      ['ghost', false],
+    ] as const) {
       const res = await canRun(c, user, 'deploy:prod');
       assert.equal(res.status, 200, show(res));
       assert.deepEqual(res.data, { can_run: expected }, `can_run ${user}`);
@@ -131,11 +136,15 @@ describe('workflow routes', { concurrency: true }, () => {
     assert.equal(plain.data?.webhook_url, null, 'no webhook: webhook_url null');
 
     const list = await listed(c);
-    assert.deepEqual(list.map((s) => [s.workflow, s.interval_seconds, s.webhook_url]), [
-      ['Beta', 120, null],
-      ['alpha', 300, receiver.url('/hook/routes-alpha')],
-      ['zeta', 60, null],
-    ], 'one entry per workflow, by code point, the replacement interval');
+    assert.deepEqual(
+      list.map((s) => [s.workflow, s.interval_seconds, s.webhook_url]),
+      [
+        ['Beta', 120, null],
+        ['alpha', 300, receiver.url('/hook/routes-alpha')],
+        ['zeta', 60, null],
+      ],
+      'one entry per workflow, by code point, the replacement interval',
+    );
     for (const s of list) {
       assert.deepEqual(Object.keys(s).sort(), ['interval_seconds', 'last_run_at', 'webhook_url', 'workflow']);
       assert.ok(s.last_run_at === null || TIMESTAMP_RE.test(s.last_run_at), JSON.stringify(s));
@@ -148,7 +157,10 @@ describe('workflow routes', { concurrency: true }, () => {
       await sleep(100);
       latest = await listed(c);
     }
-    assert.ok(latest.every((s) => s.last_run_at !== null), `last_run_at after the first runs: ${JSON.stringify(latest)}`);
+    assert.ok(
+      latest.every((s) => s.last_run_at !== null),
+      `last_run_at after the first runs: ${JSON.stringify(latest)}`,
+    );
     // The newest run and the list read between two identical reads of the runs: no run in between.
     for (let tries = 0; ; tries++) {
       const newest = (await runs(c, 'alpha'))[0];
@@ -191,10 +203,18 @@ describe('workflow routes', { concurrency: true }, () => {
     const c = strict.client();
     expectError(await schedule(c, 'w', { interval_seconds: 5 }), 400, /interval_seconds/, 'below the minimum');
     expectError(await schedule(c, 'w', { interval_seconds: 9 }), 400, /interval_seconds/, 'one below the minimum');
-    expectError(await schedule(c, 'w', { interval_seconds: 10, webhook_url: receiver.url('/never') }), 400, /webhook_url/, 'webhooks without AUTH_WEBHOOK_ALLOWED_HOSTS');
+    expectError(
+      await schedule(c, 'w', { interval_seconds: 10, webhook_url: receiver.url('/never') }),
+      400,
+      /webhook_url/,
+      'webhooks without AUTH_WEBHOOK_ALLOWED_HOSTS',
+    );
     assert.deepEqual(await listed(c), []);
     await scheduled(c, 'w', 10);
-    assert.deepEqual((await listed(c)).map((s) => [s.workflow, s.interval_seconds]), [['w', 10]]);
+    assert.deepEqual(
+      (await listed(c)).map((s) => [s.workflow, s.interval_seconds]),
+      [['w', 10]],
+    );
     assert.deepEqual(receiver.received('/never'), [], 'nothing delivered to a refused URL');
   });
 
@@ -209,7 +229,10 @@ describe('workflow routes', { concurrency: true }, () => {
     expectError(await unschedule(c, 'gone'), 404, /gone/, 'a second DELETE');
     expectError(await runsPage(c, 'gone'), 404, /gone/, 'runs of a deleted schedule');
     expectError(await unschedule(c, 'never'), 404, /never/, 'DELETE of a schedule never made');
-    assert.deepEqual((await listed(c)).map((s) => s.workflow), ['kept']);
+    assert.deepEqual(
+      (await listed(c)).map((s) => s.workflow),
+      ['kept'],
+    );
     // Scheduling it again starts afresh: the old runs are not back.
     await scheduled(c, 'gone', 60);
     const fresh = await waitForRuns(c, 'gone', 'the new first run', EVENT_TIMEOUT_MS, (l) => l.length > 0);
@@ -228,8 +251,15 @@ describe('workflow routes', { concurrency: true }, () => {
     expectError(await runsPage(other, 'shared-name'), 404, /shared-name/, "another client's runs");
     expectError(await unschedule(other, 'shared-name'), 404, /shared-name/, "another client's schedule");
     await scheduled(other, 'shared-name', 3600);
-    assert.deepEqual((await listed(owner)).map((s) => s.interval_seconds), [1], "the other client's schedule does not replace the owner's");
-    assert.deepEqual((await listed(other)).map((s) => s.interval_seconds), [3600]);
+    assert.deepEqual(
+      (await listed(owner)).map((s) => s.interval_seconds),
+      [1],
+      "the other client's schedule does not replace the owner's",
+    );
+    assert.deepEqual(
+      (await listed(other)).map((s) => s.interval_seconds),
+      [3600],
+    );
   });
 
   test("scheduling, runs and deleting leave the client's revision and changelog alone", async () => {
@@ -261,7 +291,12 @@ describe('workflow routes', { concurrency: true }, () => {
 
 // ---- audit and credentials ----------------------------------------------------------------------
 
-function expectRow(rows: readonly AuditRow[], requestId: string, want: { action: string; resource: string; status: number; credential: string }, revision: number): void {
+function expectRow(
+  rows: readonly AuditRow[],
+  requestId: string,
+  want: { action: string; resource: string; status: number; credential: string },
+  revision: number,
+): void {
   const found = rows.filter((r) => r.request_id === requestId);
   assert.equal(found.length, 1, `one row for ${requestId}: ${JSON.stringify(found)}`);
   const row = found[0] as AuditRow;
@@ -311,12 +346,21 @@ test('a read token: 403 on POST and DELETE schedule (audited), every workflow GE
   // Without last_run_at: the schedule's first run may land between the two reads.
   const stable = (list: typeof seen.data) => list?.map(({ workflow, interval_seconds, webhook_url }) => ({ workflow, interval_seconds, webhook_url }));
   assert.deepEqual(stable(seen.data), stable(await listed(c)), "the read token lists its client's schedules");
-  assert.deepEqual(seen.data?.map((s) => s.interval_seconds), [60], 'the refused POST changed nothing');
+  assert.deepEqual(
+    seen.data?.map((s) => s.interval_seconds),
+    [60],
+    'the refused POST changed nothing',
+  );
   assert.equal((await runsPage(reader, 'wf')).status, 200);
   assert.equal((await usersPage(reader, 'wf')).status, 200);
   assert.equal((await canRun(reader, 'u', 'wf')).status, 200);
   const rows = await waitForRows(c, [denied]);
-  expectRow(rows, denied, { action: 'workflow.schedule', resource: '/api/workflow/schedule/wf', status: 403, credential: `token:${String(decodeJwt(token).payload.jti)}` }, 0);
+  expectRow(
+    rows,
+    denied,
+    { action: 'workflow.schedule', resource: '/api/workflow/schedule/wf', status: 403, credential: `token:${String(decodeJwt(token).payload.jti)}` },
+    0,
+  );
 });
 
 test('/openapi.json lists the six workflow operations', async () => {

@@ -35,13 +35,16 @@ export function auditAll(c: RbacClient, limit = 1000): Promise<AuditItem[]> {
  */
 export async function waitForRows(c: RbacClient, requestIds: readonly string[]): Promise<AuditItem[]> {
   let state = '';
-  return waitUntil(() => `audit rows of every request: ${state}`, async () => {
-    const rows = await auditAll(c);
-    const seen = new Set(rows.map((r) => r.request_id));
-    const missing = requestIds.filter((id) => !seen.has(id));
-    state = `none for ${missing.length} request(s): ${missing.slice(0, 5).join(', ')}\nrows: ${JSON.stringify(rows).slice(0, 1500)}`;
-    return missing.length === 0 ? rows : undefined;
-  });
+  return waitUntil(
+    () => `audit rows of every request: ${state}`,
+    async () => {
+      const rows = await auditAll(c);
+      const seen = new Set(rows.map((r) => r.request_id));
+      const missing = requestIds.filter((id) => !seen.has(id));
+      state = `none for ${missing.length} request(s): ${missing.slice(0, 5).join(', ')}\nrows: ${JSON.stringify(rows).slice(0, 1500)}`;
+      return missing.length === 0 ? rows : undefined;
+    },
+  );
 }
 
 /** The one row of `requestId` among `rows`. */

@@ -27,21 +27,26 @@ function reading(p: string): [string | undefined, string | undefined, string] {
 }
 
 export function knownResources(m: RbacModel, t: string): string[] {
-  return sorted(m.permissionNames().flatMap((p) => {
-    const [type, id] = reading(p);
-    // AuthZEN ids and names are non-empty: `t::a` names no resource.
-    return type === t && id !== undefined && id !== '' ? [id] : [];
-  }));
+  return sorted(
+    m.permissionNames().flatMap((p) => {
+      const [type, id] = reading(p);
+      // AuthZEN ids and names are non-empty: `t::a` names no resource.
+      return type === t && id !== undefined && id !== '' ? [id] : [];
+    }),
+  );
 }
 
 export const searchSubjects = (m: RbacModel, a: string, t: string, i: string): string[] => users(m).filter((u) => evaluate(m, u, a, t, i));
-export const searchResources = (m: RbacModel, user: string, a: string, t: string): string[] =>
-  knownResources(m, t).filter((i) => evaluate(m, user, a, t, i));
+export const searchResources = (m: RbacModel, user: string, a: string, t: string): string[] => knownResources(m, t).filter((i) => evaluate(m, user, a, t, i));
 /** Every action named anywhere, kept when it evaluates true. */
 export const searchActions = (m: RbacModel, user: string, t: string, i: string): string[] =>
   sorted(m.permissionNames().map((p) => reading(p)[2])).filter((a) => a !== '' && evaluate(m, user, a, t, i));
 
-export function explain(m: RbacModel, user: string, permission: string): { has_permission: boolean; granted_by: string[]; remedies: Array<{ role: string; permissions: number }> } {
+export function explain(
+  m: RbacModel,
+  user: string,
+  permission: string,
+): { has_permission: boolean; granted_by: string[]; remedies: Array<{ role: string; permissions: number }> } {
   const granting = m.roleNamesWith(permission);
   const mine = new Set(m.userRoleNames(user));
   const grantedBy = granting.filter((r) => mine.has(r));
@@ -89,13 +94,19 @@ export async function seed(client: RbacClient, m: RbacModel): Promise<void> {
   for (const [role, { perms }] of m.roles) {
     const made = await client.createRole(role);
     if (made.status !== 201) throw new Error(`create ${role}: ${made.status}`);
-    await Promise.all([...perms].map(async (p) => {
-      const r = await client.grant(role, p);
-      if (r.status !== 201) throw new Error(`grant ${role} ${p}: ${r.status}`);
-    }));
+    await Promise.all(
+      [...perms].map(async (p) => {
+        const r = await client.grant(role, p);
+        if (r.status !== 201) throw new Error(`grant ${role} ${p}: ${r.status}`);
+      }),
+    );
   }
-  await Promise.all([...m.roles].flatMap(([role, { members }]) => [...members].map(async (u) => {
-    const r = await client.addMember(u, role);
-    if (r.status !== 201) throw new Error(`member ${u} ${role}: ${r.status}`);
-  })));
+  await Promise.all(
+    [...m.roles].flatMap(([role, { members }]) =>
+      [...members].map(async (u) => {
+        const r = await client.addMember(u, role);
+        if (r.status !== 201) throw new Error(`member ${u} ${role}: ${r.status}`);
+      }),
+    ),
+  );
 }

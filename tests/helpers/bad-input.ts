@@ -137,7 +137,6 @@ export function expectErr(res: ApiResult<unknown>, status: number, detail?: stri
   if (status === 401) assert.equal(res.headers.get('x-authz-revision'), null, `${where}X-Authz-Revision on 401`);
 }
 
-
 /** A raw HTTP/1.1 exchange over a socket, for requests fetch would normalise or refuse. */
 interface RawResponse {
   status: number;

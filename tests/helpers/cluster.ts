@@ -61,7 +61,10 @@ export function readyPids(server: RunningServer): number[] {
 
 /** The service's warn and error log lines, for assertion messages. */
 export function warnings(server: RunningServer): string {
-  const lines = server.output().split('\n').filter((l) => /"level":"(warn|error)"/.test(l) || (l.length > 0 && !l.startsWith('{')));
+  const lines = server
+    .output()
+    .split('\n')
+    .filter((l) => /"level":"(warn|error)"/.test(l) || (l.length > 0 && !l.startsWith('{')));
   return lines.length === 0 ? '(no warnings in the log)' : lines.slice(0, 20).join('\n');
 }
 
@@ -168,7 +171,9 @@ export function assertGapless(entries: readonly ChangeEntry[], what: string): nu
   if (revs.some((r, i) => r !== expected[i])) {
     const missing = expected.filter((r) => !revs.includes(r)).slice(0, 20);
     const dups = revs.filter((r, i) => revs.indexOf(r) !== i).slice(0, 20);
-    assert.fail(`${what}: revisions in /api/changes are not exactly 1..${revs.length}: missing ${JSON.stringify(missing)}, duplicated ${JSON.stringify(dups)}, first ${JSON.stringify(revs.slice(0, 10))}`);
+    assert.fail(
+      `${what}: revisions in /api/changes are not exactly 1..${revs.length}: missing ${JSON.stringify(missing)}, duplicated ${JSON.stringify(dups)}, first ${JSON.stringify(revs.slice(0, 10))}`,
+    );
   }
   return revs.length;
 }

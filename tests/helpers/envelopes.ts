@@ -105,7 +105,16 @@ export function allowOf(headers: Headers): string[] {
 
 /** Asserts no body text nor header value of `res` contains any part of `key`. */
 export function assertNoKey(res: ApiResult<unknown>, key: string): void {
-  const parts = [key, key.toLowerCase(), key.toUpperCase(), key.replace(/-/g, '').toLowerCase(), ...key.toLowerCase().split('-').filter((p) => p.length >= 8)];
+  const parts = [
+    key,
+    key.toLowerCase(),
+    key.toUpperCase(),
+    key.replace(/-/g, '').toLowerCase(),
+    ...key
+      .toLowerCase()
+      .split('-')
+      .filter((p) => p.length >= 8),
+  ];
   const texts = [JSON.stringify(res.body ?? null).toLowerCase()];
   res.headers.forEach((value, name) => texts.push(`${name}: ${value}`.toLowerCase()));
   for (const t of texts) for (const p of parts) assert.ok(!t.includes(p.toLowerCase()), `response contains the key (${p}): ${t}`);

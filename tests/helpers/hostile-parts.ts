@@ -13,14 +13,31 @@ export const USERS = ['alice@example.com', 'bob', 'carol', 'svc:ci|bot'] as cons
 const NAME_RE = /^[A-Za-z0-9_.:@+|-]{1,128}$/;
 const NAME_CHARS = [...'ABCXYZabcxyz0189_-.:@+|'];
 const API_ROUTES: ReadonlyArray<readonly [string, string]> = [
-  ['GET', '/api/roles'], ['POST', '/api/role/{}'], ['DELETE', '/api/role/{}'],
-  ['GET', '/api/permission/{}/{}'], ['POST', '/api/permission/{}/{}'], ['DELETE', '/api/permission/{}/{}'],
-  ['GET', '/api/role_permissions/{}'], ['GET', '/api/membership/{}/{}'], ['POST', '/api/membership/{}/{}'],
-  ['DELETE', '/api/membership/{}/{}'], ['GET', '/api/members/{}'], ['GET', '/api/has_permission/{}/{}'],
-  ['GET', '/api/user_permissions/{}'], ['GET', '/api/user_roles/{}'], ['GET', '/api/which_users_can/{}'],
-  ['GET', '/api/which_roles_can/{}'], ['POST', '/api/check'], ['POST', '/api/token'], ['GET', '/api/changes'],
-  ['GET', '/api/audit'], ['GET', '/api/workflow/users/{}'], ['GET', '/api/workflow/user/{}/can_run/{}'],
-  ['POST', '/api/workflow/schedule/{}'], ['GET', '/api/workflow/schedules'], ['DELETE', '/api/workflow/schedule/{}'],
+  ['GET', '/api/roles'],
+  ['POST', '/api/role/{}'],
+  ['DELETE', '/api/role/{}'],
+  ['GET', '/api/permission/{}/{}'],
+  ['POST', '/api/permission/{}/{}'],
+  ['DELETE', '/api/permission/{}/{}'],
+  ['GET', '/api/role_permissions/{}'],
+  ['GET', '/api/membership/{}/{}'],
+  ['POST', '/api/membership/{}/{}'],
+  ['DELETE', '/api/membership/{}/{}'],
+  ['GET', '/api/members/{}'],
+  ['GET', '/api/has_permission/{}/{}'],
+  ['GET', '/api/user_permissions/{}'],
+  ['GET', '/api/user_roles/{}'],
+  ['GET', '/api/which_users_can/{}'],
+  ['GET', '/api/which_roles_can/{}'],
+  ['POST', '/api/check'],
+  ['POST', '/api/token'],
+  ['GET', '/api/changes'],
+  ['GET', '/api/audit'],
+  ['GET', '/api/workflow/users/{}'],
+  ['GET', '/api/workflow/user/{}/can_run/{}'],
+  ['POST', '/api/workflow/schedule/{}'],
+  ['GET', '/api/workflow/schedules'],
+  ['DELETE', '/api/workflow/schedule/{}'],
   ['GET', '/api/workflow/runs/{}'],
 ];
 export const WRITE_ROUTES = API_ROUTES.filter(([m]) => m === 'POST' || m === 'DELETE');
@@ -70,7 +87,10 @@ const anySegment: fc.Arbitrary<Segment> = fc.oneof(
 /** A segment no service may take as a name (and no dot segment). */
 export const invalidSegment = anySegment.filter((s) => !isValidName(s) && !isDot(s) && s.wire !== '');
 /** A segment that is a valid name (and not a dot segment): a write with it is up to its body. */
-export const validSegment = fc.oneof(poolName, randomName).map(segment).filter((s) => !isDot(s));
+export const validSegment = fc
+  .oneof(poolName, randomName)
+  .map(segment)
+  .filter((s) => !isDot(s));
 
 export function fill(template: string, params: readonly Segment[]): string {
   let i = 0;
@@ -80,16 +100,16 @@ export const paramCount = (template: string): number => template.split('{}').len
 
 /** A route's path with its parameters from `param`, now and then bent (case, encoding, extra segments). */
 export function routePath(template: string, param: fc.Arbitrary<Segment>, bend: boolean): fc.Arbitrary<string> {
-  return fc
-    .tuple(fc.array(param, { minLength: paramCount(template), maxLength: paramCount(template) }), fc.nat(19))
-    .map(([params, how]) => {
-      const path = fill(template, params);
-      if (!bend || how > 3) return path;
-      return [path + '/', path.replace('/api/', '/API/'), path.replace('/api/', '/api/%72'), `/${path}`][how] as string;
-    });
+  return fc.tuple(fc.array(param, { minLength: paramCount(template), maxLength: paramCount(template) }), fc.nat(19)).map(([params, how]) => {
+    const path = fill(template, params);
+    if (!bend || how > 3) return path;
+    return [path + '/', path.replace('/api/', '/API/'), path.replace('/api/', '/api/%72'), `/${path}`][how] as string;
+  });
 }
 
-export const anyApiRoute = fc.constantFrom(...API_ROUTES).chain(([method, template]) => routePath(template, anySegment, true).map((path) => ({ method, path })));
+export const anyApiRoute = fc
+  .constantFrom(...API_ROUTES)
+  .chain(([method, template]) => routePath(template, anySegment, true).map((path) => ({ method, path })));
 
 export const randomPath = fc
   .tuple(fc.constantFrom('', '/api', '/ping', '/health', '/ready', '/version', '/openapi.json'), fc.array(anySegment, { maxLength: 6 }))
@@ -119,7 +139,10 @@ const queryValue = fc.oneof(fc.constantFrom(...QUERY_VALUES), fc.stringMatching(
 const queryPair = fc
   .tuple(fc.constantFrom('limit', 'cursor', 'since', 'strict', 'limit[]', '', 'x'), queryValue, fc.boolean())
   .map(([k, v, eq]) => (eq ? `${k}=${v.startsWith('{cursor:') ? v : rawButSafe(v).replace(/&/g, '%26')}` : k));
-export const query = fc.option(fc.array(queryPair, { minLength: 1, maxLength: 4 }).map((pairs) => pairs.join('&')), { freq: 2 });
+export const query = fc.option(
+  fc.array(queryPair, { minLength: 1, maxLength: 4 }).map((pairs) => pairs.join('&')),
+  { freq: 2 },
+);
 
 const b64url = (v: unknown): string => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
 
@@ -132,8 +155,15 @@ export function invalidCredential(seeded: string): fc.Arbitrary<string | undefin
     .map(([i, c]) => seeded.slice(0, i) + c + seeded.slice(i + 1))
     .filter((k) => k !== seeded);
   const noneToken = fc
-    .tuple(fc.constantFrom('none', 'None', 'NONE', 'nOnE', 'HS512', 'RS256', 'ES256', 'HS256'), fc.constantFrom('read', 'write', 'admin'), fc.constantFrom('', 'sig', b64url('x'.repeat(32))))
-    .map(([alg, scope, sig]) => `${b64url({ alg, typ: 'JWT' })}.${b64url({ sub, scope, iat: now, exp: now + 86400 * 3650, jti: 'fuzz', iss: 'rbac-gateway' })}.${sig}`);
+    .tuple(
+      fc.constantFrom('none', 'None', 'NONE', 'nOnE', 'HS512', 'RS256', 'ES256', 'HS256'),
+      fc.constantFrom('read', 'write', 'admin'),
+      fc.constantFrom('', 'sig', b64url('x'.repeat(32))),
+    )
+    .map(
+      ([alg, scope, sig]) =>
+        `${b64url({ alg, typ: 'JWT' })}.${b64url({ sub, scope, iat: now, exp: now + 86400 * 3650, jti: 'fuzz', iss: 'rbac-gateway' })}.${sig}`,
+    );
   const jwtGarbage = fc
     .tuple(fc.base64String({ maxLength: 40 }), fc.base64String({ maxLength: 200 }), fc.base64String({ maxLength: 60 }))
     .map(([a, b, c]) => `eyJ${a}.${b}.${c}`.replace(/[+/=]/g, 'A'));
@@ -152,7 +182,20 @@ export function invalidCredential(seeded: string): fc.Arbitrary<string | undefin
   );
   return fc.oneof(
     fc.constant(undefined),
-    fc.constantFrom('', 'Bearer', 'Bearer ', 'Bearer  ', `Basic ${b64url('user:pass')}`, `Token ${seeded}`, `Bearer-${seeded}`, `Bearer\t${seeded}`, seeded, `Bearer:${seeded}`, `Bearerx ${seeded}`, `Bearer ${seeded} ${seeded}`),
+    fc.constantFrom(
+      '',
+      'Bearer',
+      'Bearer ',
+      'Bearer  ',
+      `Basic ${b64url('user:pass')}`,
+      `Token ${seeded}`,
+      `Bearer-${seeded}`,
+      `Bearer\t${seeded}`,
+      seeded,
+      `Bearer:${seeded}`,
+      `Bearerx ${seeded}`,
+      `Bearer ${seeded} ${seeded}`,
+    ),
     token.map((t) => `Bearer ${t}`),
     fc.tuple(fc.constantFrom('bearer', 'BEARER', 'Basic', 'Digest', 'JWT'), token).map(([s, t]) => `${s} ${t}`),
   );
@@ -162,7 +205,20 @@ export function invalidCredential(seeded: string): fc.Arbitrary<string | undefin
 export const validForms = (key: string): fc.Arbitrary<string> =>
   fc.constantFrom(`Bearer ${key}`, `bearer ${key}`, `BEARER ${key.toUpperCase()}`, `Bearer   ${key}`, `bEaReR ${key}`);
 
-const CONTENT_TYPES = ['application/json', 'APPLICATION/JSON; charset=utf-8', 'application/vnd.api+json', 'application/json ; x=y', 'text/plain', 'text/json', 'application/jsonx', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml', ';', ''];
+const CONTENT_TYPES = [
+  'application/json',
+  'APPLICATION/JSON; charset=utf-8',
+  'application/vnd.api+json',
+  'application/json ; x=y',
+  'text/plain',
+  'text/json',
+  'application/jsonx',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/xml',
+  ';',
+  '',
+];
 const JSON_TYPES = CONTENT_TYPES.slice(0, 4);
 const NON_JSON_TYPES = CONTENT_TYPES.slice(4);
 
@@ -177,7 +233,10 @@ export const requestId = fc.option(
 
 export const extraHeaders = fc.array(
   fc.oneof(
-    fc.tuple(fc.stringMatching(/^x-[a-z0-9-]{1,20}$/), fc.string({ unit: 'grapheme-ascii', maxLength: 40 }).map((s) => s.trim())),
+    fc.tuple(
+      fc.stringMatching(/^x-[a-z0-9-]{1,20}$/),
+      fc.string({ unit: 'grapheme-ascii', maxLength: 40 }).map((s) => s.trim()),
+    ),
     fc.tuple(fc.constant('x-authz-min-revision'), fc.constantFrom('abc', '-1', '1.0', '9999999999999999', '0', '0x1', '1e2')),
     fc.tuple(fc.constant('origin'), fc.constantFrom('null', 'https://evil.example', 'http://127.0.0.1:1', 'x')),
     fc.tuple(fc.constantFrom('accept', 'accept-encoding', 'cookie', 'x-forwarded-for'), fc.constantFrom('*/*', 'gzip', 'a=b', '1.2.3.4', '')),
@@ -193,7 +252,15 @@ export interface Body {
 }
 
 const anyName = fc.oneof(poolName, randomName, unicode, longName);
-const fieldValue = fc.oneof(anyName, fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(anyName, { maxLength: 3 }), fc.constant('👍'.repeat(1025)));
+const fieldValue = fc.oneof(
+  anyName,
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(anyName, { maxLength: 3 }),
+  fc.constant('👍'.repeat(1025)),
+);
 const knownKeys = fc.record(
   {
     description: fc.oneof(fieldValue, fc.string({ maxLength: 50 })),
@@ -214,7 +281,12 @@ const notJson = fc.oneof(
   fc.constantFrom('{', '{"a":1,}', "{'a':1}", 'undefined', 'NaN', '\uFEFF{}', '{"description":"x"', '[1,2', '{"a":1}{"b":2}'),
   fc.string({ maxLength: 80 }).map((s) => `{${s}`),
 );
-const notObject = fc.oneof(fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== 'object' || v === null || Array.isArray(v)).map((v) => JSON.stringify(v)));
+const notObject = fc.oneof(
+  fc
+    .jsonValue({ maxDepth: 2 })
+    .filter((v) => typeof v !== 'object' || v === null || Array.isArray(v))
+    .map((v) => JSON.stringify(v)),
+);
 const withUnknownKey = fc.tuple(knownKeys, fc.jsonValue({ maxDepth: 1 })).map(([o, v]) => JSON.stringify({ ...o, zz_unknown_key: v }));
 
 const text = (contentType: fc.Arbitrary<string | undefined>, body: fc.Arbitrary<string>): fc.Arbitrary<Body> =>
@@ -228,20 +300,33 @@ export const refusedBody: fc.Arbitrary<Body> = fc.oneof(
 
 export const anyBody: fc.Arbitrary<Body> = fc.oneof(
   { weight: 6, arbitrary: fc.constant({ contentType: undefined, bytes: undefined }) },
-  { weight: 4, arbitrary: text(fc.constantFrom('application/json'), knownKeys.map((o) => JSON.stringify(o))) },
+  {
+    weight: 4,
+    arbitrary: text(
+      fc.constantFrom('application/json'),
+      knownKeys.map((o) => JSON.stringify(o)),
+    ),
+  },
   { weight: 2, arbitrary: text(fc.constantFrom(...CONTENT_TYPES), fc.json({ maxDepth: 3 })) },
   { weight: 2, arbitrary: refusedBody },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom(undefined, ...CONTENT_TYPES), fc.uint8Array({ minLength: 1, maxLength: 300 })).map(([ct, b]) => ({ contentType: ct, bytes: Buffer.from(b) })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom(undefined, ...CONTENT_TYPES), fc.uint8Array({ minLength: 1, maxLength: 300 }))
+      .map(([ct, b]) => ({ contentType: ct, bytes: Buffer.from(b) })),
+  },
   { weight: 1, arbitrary: text(fc.constantFrom(...CONTENT_TYPES), fc.constant('')) },
   { weight: 1, arbitrary: text(fc.constantFrom(...JSON_TYPES), hugeish) },
 );
-
 
 // ---- plausible requests: the right route, method, names and body, so that work gets done ---------
 
 /** Core routes (workflows and audit aside), as [method, template]. */
 export const CORE_ROUTES = API_ROUTES.filter(([, t]) => !t.includes('workflow') && t !== '/api/audit');
-export const plausibleSegment = fc.oneof({ weight: 4, arbitrary: poolName }, { weight: 1, arbitrary: randomName }).map(segment).filter((s) => !isDot(s));
+export const plausibleSegment = fc
+  .oneof({ weight: 4, arbitrary: poolName }, { weight: 1, arbitrary: randomName })
+  .map(segment)
+  .filter((s) => !isDot(s));
 const json = (ct: string, value: fc.Arbitrary<unknown>): fc.Arbitrary<Body> => value.map((v) => ({ contentType: ct, bytes: Buffer.from(JSON.stringify(v)) }));
 const NONE: Body = { contentType: undefined, bytes: undefined };
 
@@ -253,7 +338,11 @@ export function plausibleBody(method: string, template: string): fc.Arbitrary<Bo
     const item = fc.record({ user: poolName, permission: poolName });
     return json('application/json; charset=utf-8', fc.record({ checks: fc.array(item, { minLength: 1, maxLength: 20 }) }));
   }
-  if (template === '/api/token') return fc.oneof(fc.constant(NONE), json('application/json', fc.record({ scope: fc.constantFrom('read', 'write'), ttl_seconds: fc.integer({ min: 1, max: 86400 }) }, { requiredKeys: [] })));
+  if (template === '/api/token')
+    return fc.oneof(
+      fc.constant(NONE),
+      json('application/json', fc.record({ scope: fc.constantFrom('read', 'write'), ttl_seconds: fc.integer({ min: 1, max: 86400 }) }, { requiredKeys: [] })),
+    );
   return fc.constant(NONE);
 }
 

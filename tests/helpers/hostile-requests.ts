@@ -11,9 +11,28 @@
  */
 import fc from 'fast-check';
 import {
-  anyApiRoute, anyBody, CORE_ROUTES, dotPath, extraHeaders, fill, invalidCredential, invalidSegment, overlongPath, paramCount,
-  plausibleBody, plausibleQuery, plausibleSegment, query, randomPath, refusedBody, requestId, routePath, validForms, validSegment,
-  WRITE_ROUTES, type Body,
+  anyApiRoute,
+  anyBody,
+  CORE_ROUTES,
+  dotPath,
+  extraHeaders,
+  fill,
+  invalidCredential,
+  invalidSegment,
+  overlongPath,
+  paramCount,
+  plausibleBody,
+  plausibleQuery,
+  plausibleSegment,
+  query,
+  randomPath,
+  refusedBody,
+  requestId,
+  routePath,
+  validForms,
+  validSegment,
+  WRITE_ROUTES,
+  type Body,
 } from './hostile-parts.ts';
 
 export { PERMISSIONS, PLACEHOLDER, ROLES, USERS } from './hostile-parts.ts';
@@ -64,7 +83,13 @@ export const NON_ORIGIN_TARGETS = ['*', 'http://127.0.0.1/ping', 'http://127.0.0
 /** Origin-form, but with a fragment, which has no place in a request. */
 const ODD_TARGETS = ['/api/roles#frag', '/api/role/admin?limit=1#x', '/#'];
 
-const shape = (method: string, path: string, body: Body, plausible = false): Shape => ({ method, path, body, wellFormedTarget: !ODD_TARGETS.includes(path), plausible });
+const shape = (method: string, path: string, body: Body, plausible = false): Shape => ({
+  method,
+  path,
+  body,
+  wellFormedTarget: !ODD_TARGETS.includes(path),
+  plausible,
+});
 
 /** Method, path and body of any request at all. */
 const anyShape: fc.Arbitrary<Shape> = fc
@@ -82,11 +107,13 @@ const anyShape: fc.Arbitrary<Shape> = fc
   .map(([{ method, path }, other, body]) => shape(other ?? method, path, body));
 
 /** A core route called as a client would: its method, names it likely knows, a body it accepts. */
-const plausibleShape: fc.Arbitrary<Shape> = fc.constantFrom(...CORE_ROUTES).chain(([method, template]) =>
-  fc
-    .tuple(routePath(template, plausibleSegment, false), plausibleBody(method, template), method === 'GET' ? plausibleQuery : fc.constant(null))
-    .map(([path, body, q]) => ({ ...shape(method, path, body, true), query: q })),
-);
+const plausibleShape: fc.Arbitrary<Shape> = fc
+  .constantFrom(...CORE_ROUTES)
+  .chain(([method, template]) =>
+    fc
+      .tuple(routePath(template, plausibleSegment, false), plausibleBody(method, template), method === 'GET' ? plausibleQuery : fc.constant(null))
+      .map(([path, body, q]) => ({ ...shape(method, path, body, true), query: q })),
+  );
 
 /** Shapes safe for the seeded key: reads of anything, and writes certain to be refused. */
 const seededShape: fc.Arbitrary<Shape> = fc.oneof(
@@ -97,16 +124,30 @@ const seededShape: fc.Arbitrary<Shape> = fc.oneof(
     weight: 2,
     arbitrary: fc.constantFrom(...WRITE_ROUTES.filter(([, t]) => paramCount(t) > 0)).chain(([method, template]) =>
       fc
-        .tuple(fc.array(fc.oneof(validSegment, invalidSegment), { minLength: paramCount(template), maxLength: paramCount(template) }), fc.nat(paramCount(template) - 1), invalidSegment, anyBody)
-        .map(([params, at, bad, body]) => shape(method, fill(template, params.map((p, i) => (i === at ? bad : p))), body)),
+        .tuple(
+          fc.array(fc.oneof(validSegment, invalidSegment), { minLength: paramCount(template), maxLength: paramCount(template) }),
+          fc.nat(paramCount(template) - 1),
+          invalidSegment,
+          anyBody,
+        )
+        .map(([params, at, bad, body]) =>
+          shape(
+            method,
+            fill(
+              template,
+              params.map((p, i) => (i === at ? bad : p)),
+            ),
+            body,
+          ),
+        ),
     ),
   },
   {
     // Valid names, a body no route accepts.
     weight: 2,
-    arbitrary: fc.constantFrom(...WRITE_ROUTES).chain(([method, template]) =>
-      fc.tuple(routePath(template, validSegment, false), refusedBody).map(([path, body]) => shape(method, path, body)),
-    ),
+    arbitrary: fc
+      .constantFrom(...WRITE_ROUTES)
+      .chain(([method, template]) => fc.tuple(routePath(template, validSegment, false), refusedBody).map(([path, body]) => shape(method, path, body))),
   },
   {
     weight: 1,
@@ -116,7 +157,14 @@ const seededShape: fc.Arbitrary<Shape> = fc.oneof(
   },
 );
 
-function build(s: Shape, key: KeyKind, authorization: string | undefined, q: string | null, id: string | null, extra: ReadonlyArray<readonly [string, string]>): HostileRequest {
+function build(
+  s: Shape,
+  key: KeyKind,
+  authorization: string | undefined,
+  q: string | null,
+  id: string | null,
+  extra: ReadonlyArray<readonly [string, string]>,
+): HostileRequest {
   const headers: Array<readonly [string, string]> = [];
   if (authorization !== undefined) headers.push(['Authorization', authorization]);
   if (id !== null) headers.push(['X-Request-Id', id]);

@@ -6,8 +6,7 @@ import { createHash, createHmac } from 'node:crypto';
 
 export type JsonObject = Record<string, unknown>;
 
-export const b64url = (value: JsonObject | string): string =>
-  Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
+export const b64url = (value: JsonObject | string): string => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url');
 
 /** The HMAC of each JWS algorithm name (`none` and unknown names sign nothing). */
 const HMAC: Readonly<Record<string, string>> = { HS256: 'sha256', HS384: 'sha384', HS512: 'sha512' };

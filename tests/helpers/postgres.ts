@@ -41,7 +41,7 @@ let reachability: Promise<string | undefined> | undefined;
 export function postgresUnavailable(): Promise<string | undefined> {
   reachability ??= withAdmin((c) => c.query('SELECT 1')).then(
     () => undefined,
-    (err: unknown) => `PostgreSQL is not available at ${POSTGRES_ADMIN_URL} (${err instanceof Error ? (err.message || err.name) : String(err)})`,
+    (err: unknown) => `PostgreSQL is not available at ${POSTGRES_ADMIN_URL} (${err instanceof Error ? err.message || err.name : String(err)})`,
   );
   return reachability;
 }

@@ -64,17 +64,21 @@ export async function crash(srv: RunningServer): Promise<number[]> {
 /** After a kill: every one of `pids` is gone and nothing answers on the service's port any more (no orphaned worker). */
 export async function assertGone(srv: RunningServer, pids: readonly number[] = []): Promise<void> {
   let state = '';
-  await waitUntil(() => `the killed service to be gone: ${state}`, async () => {
-    const alive = pids.filter(running);
-    let answers = false;
-    try {
-      const res = await fetch(`${srv.baseUrl}/ping`, { signal: AbortSignal.timeout(500) });
-      await res.text();
-      answers = true;
-    } catch {
-      answers = false;
-    }
-    state = `processes ${alive.join(', ') || 'none'} alive, port ${answers ? 'answers' : 'closed'}`;
-    return alive.length === 0 && !answers ? true : undefined;
-  }, { intervalMs: 100 });
+  await waitUntil(
+    () => `the killed service to be gone: ${state}`,
+    async () => {
+      const alive = pids.filter(running);
+      let answers = false;
+      try {
+        const res = await fetch(`${srv.baseUrl}/ping`, { signal: AbortSignal.timeout(500) });
+        await res.text();
+        answers = true;
+      } catch {
+        answers = false;
+      }
+      state = `processes ${alive.join(', ') || 'none'} alive, port ${answers ? 'answers' : 'closed'}`;
+      return alive.length === 0 && !answers ? true : undefined;
+    },
+    { intervalMs: 100 },
+  );
 }

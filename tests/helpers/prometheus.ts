@@ -78,7 +78,10 @@ export async function startPrometheus(metricsPort: number, scrapeSeconds: number
 
   for (let waited = 0; ; waited += 100) {
     if (proc.exitCode !== null) throw new Error(`prometheus exited at start:\n${out}`);
-    const ready = await fetch(`${base}/-/ready`).then((r) => r.ok, () => false);
+    const ready = await fetch(`${base}/-/ready`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ready) break;
     if (waited > 30_000) {
       await stop();

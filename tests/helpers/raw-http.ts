@@ -72,46 +72,43 @@ export function rawRequest<T = unknown>(o: RawOptions): Promise<RawResult<T>> {
       clearTimeout(timer);
       reject(new RawError(code, message, sentAt));
     };
-    const req = http.request(
-      { host: '127.0.0.1', port: o.port, method: o.method ?? 'GET', path: o.path, headers, agent: o.agent ?? false },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? 'ERESPONSE', err.message));
-        res.on('aborted', () => fail('ECONNRESET', 'response aborted'));
-        res.on('end', () => {
-          if (settled) return;
-          settled = true;
-          clearTimeout(timer);
-          const text = Buffer.concat(chunks).toString('utf8');
-          let body: unknown;
-          try {
-            body = text.length > 0 ? JSON.parse(text) : undefined;
-          } catch {
-            body = undefined;
-          }
-          const env = (typeof body === 'object' && body !== null ? body : {}) as {
-            success?: unknown;
-            data?: unknown;
-            error?: unknown;
-            next_cursor?: unknown;
-          };
-          const rev = res.headers['x-authz-revision'];
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            text,
-            body,
-            data: env.success === true ? (env.data as T) : undefined,
-            error: env.success === false && typeof env.error === 'string' ? env.error : undefined,
-            nextCursor: env.success === true && typeof env.next_cursor === 'string' ? env.next_cursor : undefined,
-            revision: typeof rev === 'string' ? Number(rev) : undefined,
-            localPort: res.socket?.localPort,
-            sentAt,
-          });
+    const req = http.request({ host: '127.0.0.1', port: o.port, method: o.method ?? 'GET', path: o.path, headers, agent: o.agent ?? false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', (err: NodeJS.ErrnoException) => fail(err.code ?? 'ERESPONSE', err.message));
+      res.on('aborted', () => fail('ECONNRESET', 'response aborted'));
+      res.on('end', () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        const text = Buffer.concat(chunks).toString('utf8');
+        let body: unknown;
+        try {
+          body = text.length > 0 ? JSON.parse(text) : undefined;
+        } catch {
+          body = undefined;
+        }
+        const env = (typeof body === 'object' && body !== null ? body : {}) as {
+          success?: unknown;
+          data?: unknown;
+          error?: unknown;
+          next_cursor?: unknown;
+        };
+        const rev = res.headers['x-authz-revision'];
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          text,
+          body,
+          data: env.success === true ? (env.data as T) : undefined,
+          error: env.success === false && typeof env.error === 'string' ? env.error : undefined,
+          nextCursor: env.success === true && typeof env.next_cursor === 'string' ? env.next_cursor : undefined,
+          revision: typeof rev === 'string' ? Number(rev) : undefined,
+          localPort: res.socket?.localPort,
+          sentAt,
         });
-      },
-    );
+      });
+    });
     const timer = setTimeout(() => {
       fail('TIMEOUT', `no answer to ${o.method ?? 'GET'} ${o.path} within ${o.timeoutMs ?? 5000} ms`);
       req.destroy();

@@ -92,7 +92,9 @@ export async function rawCells(backend: StoreBackend, settings: StoreSettings): 
   if (backend.name === 'sqlite') {
     const db = new Database(sqlitePathOf(settings), { readonly: true });
     try {
-      const tables = prepared(db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`).pluck().all() as string[];
+      const tables = prepared(db, `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT IN ('schema_migrations', 'sqlite_sequence')`)
+        .pluck()
+        .all() as string[];
       for (const name of tables) cells.set(name, (prepared(db, `SELECT * FROM "${name}"`).raw().all() as unknown[][]).flat().map(text));
     } finally {
       db.close();
@@ -102,7 +104,9 @@ export async function rawCells(backend: StoreBackend, settings: StoreSettings): 
   const c = new pg.Client({ connectionString: postgresUrlOf(settings) });
   await c.connect();
   try {
-    const { rows } = await c.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'schema_migrations'`);
+    const { rows } = await c.query<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'schema_migrations'`,
+    );
     for (const { name } of rows) {
       const res = await c.query({ text: `SELECT * FROM "${name}"`, rowMode: 'array' });
       cells.set(name, (res.rows as unknown[][]).flat().map(text));

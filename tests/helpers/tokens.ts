@@ -99,7 +99,10 @@ export function expect401(res: ApiResult<unknown>, credential: string, context: 
 }
 
 export function expectRevisionHeader(res: ApiResult<unknown> | RawResult, context: string): number {
-  assert.ok(res.revision !== undefined && Number.isInteger(res.revision) && res.revision >= 0, `X-Authz-Revision missing or not an integer; ${context}: ${show(res)}`);
+  assert.ok(
+    res.revision !== undefined && Number.isInteger(res.revision) && res.revision >= 0,
+    `X-Authz-Revision missing or not an integer; ${context}: ${show(res)}`,
+  );
   return res.revision;
 }
 

@@ -70,7 +70,9 @@ export function exchange(port: number, r: WireRequest, timeoutMs = 5000): Promis
       const parsed = parse(received(), noBody, false);
       if (parsed !== undefined) settle(parsed);
     });
-    socket.on('end', () => settle(parse(received(), noBody, true) ?? { kind: 'closed', detail: 'connection closed before a complete response', received: received() }));
+    socket.on('end', () =>
+      settle(parse(received(), noBody, true) ?? { kind: 'closed', detail: 'connection closed before a complete response', received: received() }),
+    );
     socket.on('error', (err: NodeJS.ErrnoException) => {
       // A reset after a complete response still counts as that response.
       const parsed = parse(received(), noBody, true);

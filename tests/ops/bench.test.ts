@@ -77,7 +77,10 @@ test('a run against the real gateway checks answers and reports CPU per operatio
     const r = bench(['tiny', '--out', `test-${process.pid}`], { BENCH_SCENARIOS: dir.dir });
     assert.equal(r.code, 0, r.out);
     const file = join(ROOT, 'bench', 'results', `test-${process.pid}.json`);
-    const report = JSON.parse(readFileSync(file, 'utf8')) as { ok: boolean; runs: Array<{ correctness: { checked: number; wrong: number }; figures: { cpuPerOpUs: number } }> };
+    const report = JSON.parse(readFileSync(file, 'utf8')) as {
+      ok: boolean;
+      runs: Array<{ correctness: { checked: number; wrong: number }; figures: { cpuPerOpUs: number } }>;
+    };
     const run = report.runs[0];
     assert.ok(report.ok && run !== undefined);
     assert.ok(run.correctness.checked > 0 && run.correctness.wrong === 0, JSON.stringify(run.correctness));
@@ -110,7 +113,10 @@ test('BENCH_TARGET: a running instance is seeded under a fresh key, measured, an
     await server.stop();
     dir.cleanup();
   });
-  writeFileSync(join(dir.dir, 'tiny.json'), JSON.stringify({ ...TINY, target: true, data: { users: 30, roles: 4, permissions: 20, rolesPerUser: 2, grantsPerRole: [2, 5] } }));
+  writeFileSync(
+    join(dir.dir, 'tiny.json'),
+    JSON.stringify({ ...TINY, target: true, data: { users: 30, roles: 4, permissions: 20, rolesPerUser: 2, grantsPerRole: [2, 5] } }),
+  );
   const r = bench(['tiny', '--out', `test-target-${process.pid}`], { BENCH_SCENARIOS: dir.dir, BENCH_TARGET: server.baseUrl });
   assert.equal(r.code, 0, r.out);
   assert.match(r.out, /seeded \d+ writes over HTTP under a fresh key/);
@@ -130,8 +136,23 @@ test('bench:compare exits 1 when CPU per operation grew above the threshold, 0 u
   try {
     const report = (cpu: number): string =>
       JSON.stringify({
-        schema: 1, startedAt: 'x', seconds: 1, quick: true, machine: { cpus: 2, model: 'm', node: 'v', backgroundCores: 0 }, scenarios: ['s'], failures: [], ok: true,
-        runs: [{ scenario: 's', label: 'l', figures: { rps: 1000, p50: 1, p99: 2, p999: 3, cpuPerOpUs: cpu, serverCores: 1, otherCores: 0, rssMb: 50 }, extra: {}, correctness: { checked: 1, wrong: 0, examples: [] } }],
+        schema: 1,
+        startedAt: 'x',
+        seconds: 1,
+        quick: true,
+        machine: { cpus: 2, model: 'm', node: 'v', backgroundCores: 0 },
+        scenarios: ['s'],
+        failures: [],
+        ok: true,
+        runs: [
+          {
+            scenario: 's',
+            label: 'l',
+            figures: { rps: 1000, p50: 1, p99: 2, p999: 3, cpuPerOpUs: cpu, serverCores: 1, otherCores: 0, rssMb: 50 },
+            extra: {},
+            correctness: { checked: 1, wrong: 0, examples: [] },
+          },
+        ],
       });
     const [a, b, c] = ['a', 'b', 'c'].map((n) => join(dir.dir, `${n}.json`)) as [string, string, string];
     writeFileSync(a, report(10));

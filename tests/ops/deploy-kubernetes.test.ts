@@ -144,7 +144,10 @@ test('kubernetes: probes ask routes the service serves, on ports equal to its de
   assert.equal(ports.get('http'), defaultOf('AUTH_SERVER_PORT'), 'port http = the AUTH_SERVER_PORT default');
   assert.equal(ports.get('metrics'), defaultOf('AUTH_METRICS_PORT'), 'port metrics = the AUTH_METRICS_PORT default');
   const env = podEnvironment(objects, container);
-  for (const [key, port] of [['AUTH_SERVER_PORT', 'http'], ['AUTH_METRICS_PORT', 'metrics']] as const) {
+  for (const [key, port] of [
+    ['AUTH_SERVER_PORT', 'http'],
+    ['AUTH_METRICS_PORT', 'metrics'],
+  ] as const) {
     if (env[key] !== undefined) assert.equal(Number(env[key]), ports.get(port), `${key} matches containerPort ${port}`);
   }
   assert.equal(env.AUTH_SERVER_HOST, '0.0.0.0', 'the API listens beyond the pod loopback');
@@ -177,11 +180,18 @@ test('kubernetes: probes ask routes the service serves, on ports equal to its de
     const target = typeof p.targetPort === 'number' ? p.targetPort : ports.get(p.targetPort);
     assert.ok(target !== undefined && [...ports.values()].includes(target), `Service port ${p.name} reaches a container port`);
   }
-  const pdb = only(objects, 'PodDisruptionBudget').spec as { selector: { matchLabels: Record<string, string> }; maxUnavailable?: number; minAvailable?: number };
+  const pdb = only(objects, 'PodDisruptionBudget').spec as {
+    selector: { matchLabels: Record<string, string> };
+    maxUnavailable?: number;
+    minAvailable?: number;
+  };
   assert.ok(matchesLabels(pdb.selector.matchLabels, podLabels), 'the PodDisruptionBudget selects the pods');
   assert.ok((pdb.maxUnavailable ?? 0) >= 1 || (pdb.minAvailable ?? Infinity) < (deployment.replicas ?? 1), 'the budget lets a drain proceed');
 
-  const monitor = only(objects, 'ServiceMonitor').spec as { selector: { matchLabels: Record<string, string> }; endpoints: Array<{ port: string; path?: string }> };
+  const monitor = only(objects, 'ServiceMonitor').spec as {
+    selector: { matchLabels: Record<string, string> };
+    endpoints: Array<{ port: string; path?: string }>;
+  };
   assert.ok(matchesLabels(monitor.selector.matchLabels, service.metadata.labels), 'the ServiceMonitor selects the Service');
   assert.equal(service.metadata.name, 'rbac-gateway', 'the job name the alert rules expect comes from the Service name');
   for (const e of monitor.endpoints) {
@@ -230,7 +240,7 @@ test('kubernetes: settings the service accepts, PostgreSQL and Redis for several
   // As the image runs it: NODE_ENV=production from the Dockerfile, the pod's environment on top.
   const config = loadConfig({ NODE_ENV: 'production', ...env }, ROOT);
   if ((deployment.replicas ?? 1) > 1) {
-    assert.equal(config.AUTH_DATABASE_TYPE, 'postgresql', 'several replicas share one PostgreSQL (SQLite is one pod\'s file)');
+    assert.equal(config.AUTH_DATABASE_TYPE, 'postgresql', "several replicas share one PostgreSQL (SQLite is one pod's file)");
     assert.ok(config.AUTH_REDIS_URL !== undefined, 'several replicas stay coherent through Redis');
   }
   const cpuLimit = String(container.resources?.limits?.cpu ?? '');

@@ -48,9 +48,34 @@ const DEFAULT_METRICS_USED = ['nodejs_eventloop_lag_p99_seconds', 'nodejs_eventl
 
 const NOT_METRICS = new Set([
   // keywords and modifiers
-  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless', 'offset', 'inf', 'nan',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'inf',
+  'nan',
   // aggregation operators (they may be followed by `by (...)` rather than a parenthesis)
-  'sum', 'min', 'max', 'avg', 'group', 'stddev', 'stdvar', 'count', 'count_values', 'bottomk', 'topk', 'quantile', 'limitk', 'limit_ratio',
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'group',
+  'stddev',
+  'stdvar',
+  'count',
+  'count_values',
+  'bottomk',
+  'topk',
+  'quantile',
+  'limitk',
+  'limit_ratio',
 ]);
 
 interface Selector {
@@ -64,7 +89,11 @@ function selectors(expr: string): Selector[] {
   // Label matchers first (their values may hold anything but a closing brace here).
   const bare = expr.replace(/([A-Za-z_:][\w:]*)?\s*\{([^}]*)\}/g, (_all, name: string | undefined, body: string) => {
     assert.ok(name !== undefined, `a selector without a metric name in: ${expr}`);
-    const matchers = [...body.matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)].map((m) => ({ label: m[1] ?? '', op: m[2] ?? '', value: m[3] ?? '' }));
+    const matchers = [...body.matchAll(/([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)].map((m) => ({
+      label: m[1] ?? '',
+      op: m[2] ?? '',
+      value: m[3] ?? '',
+    }));
     out.push({ metric: name, matchers });
     return ` ${name} `;
   });
@@ -76,7 +105,13 @@ function selectors(expr: string): Selector[] {
   for (const m of rest.matchAll(/\d+(?:\.\d+)?(?:e[+-]?\d+)?[a-z]*|[A-Za-z_:][\w:]*/gi)) {
     const word = m[0];
     if (/^\d/.test(word) || NOT_METRICS.has(word.toLowerCase())) continue;
-    if (rest.slice((m.index ?? 0) + word.length).trimStart().startsWith('(')) continue; // a function
+    if (
+      rest
+        .slice((m.index ?? 0) + word.length)
+        .trimStart()
+        .startsWith('(')
+    )
+      continue; // a function
     if (!seen.has(word)) out.push({ metric: word, matchers: [] });
     seen.add(word);
   }
@@ -97,7 +132,13 @@ test('PromQL reader: names the metrics and label matchers of an expression, not 
 
 test('every YAML file under deploy/ parses', () => {
   const files = listFiles(DEPLOY).filter((f) => /\.ya?ml$/.test(f));
-  for (const expected of ['compose.yaml', 'kubernetes/kustomization.yaml', 'prometheus/prometheus.yml', 'prometheus/alerts.yml', 'prometheus/alerts.test.yml']) {
+  for (const expected of [
+    'compose.yaml',
+    'kubernetes/kustomization.yaml',
+    'prometheus/prometheus.yml',
+    'prometheus/alerts.yml',
+    'prometheus/alerts.test.yml',
+  ]) {
     assert.ok(files.includes(expected), `deploy/${expected} exists`);
   }
   for (const file of files) assert.ok(readYaml(join(DEPLOY, file)).length > 0, `deploy/${file} holds a document`);
@@ -146,11 +187,13 @@ test('compose: Prometheus scrapes every gateway and loads the alert rules; Grafa
   const promDir = mount(prom, './prometheus');
   assert.ok(promDir !== undefined, 'deploy/prometheus is mounted into the Prometheus container');
   assert.ok((prom.command ?? []).includes(`--config.file=${posix.join(promDir, 'prometheus.yml')}`), 'Prometheus reads the mounted prometheus.yml');
-  const config = readYamlOne<{ rule_files?: string[]; scrape_configs: Array<{ job_name: string; static_configs?: Array<{ targets: string[] }> }> }>(PROMETHEUS_CONFIG);
+  const config = readYamlOne<{ rule_files?: string[]; scrape_configs: Array<{ job_name: string; static_configs?: Array<{ targets: string[] }> }> }>(
+    PROMETHEUS_CONFIG,
+  );
   assert.ok(config.rule_files?.includes('alerts.yml'), 'prometheus.yml loads alerts.yml');
   const job = config.scrape_configs.find((c) => c.job_name === 'rbac-gateway');
   assert.ok(job !== undefined, 'a scrape job rbac-gateway (the alert rules select it)');
-  assert.deepEqual(job.static_configs?.flatMap((c) => c.targets).sort(), targets.sort(), 'every gateway\'s metrics port is scraped');
+  assert.deepEqual(job.static_configs?.flatMap((c) => c.targets).sort(), targets.sort(), "every gateway's metrics port is scraped");
 
   // Grafana: provisioning mounted, the dashboard where the provider reads, the data source that
   // points at the Prometheus service and that the dashboard selects by default.
@@ -158,13 +201,22 @@ test('compose: Prometheus scrapes every gateway and loads the alert rules; Grafa
   assert.equal(mount(grafana, './grafana/provisioning'), '/etc/grafana/provisioning');
   const dashboardPath = mount(grafana, './grafana/rbac-gateway.json');
   assert.ok(dashboardPath !== undefined, 'the dashboard is mounted');
-  const providers = readYamlOne<{ providers: Array<{ type: string; options: { path: string } }> }>(join(DEPLOY, 'grafana/provisioning/dashboards/rbac-gateway.yaml'));
-  assert.ok(providers.providers.some((p) => p.type === 'file' && posix.normalize(p.options.path) === posix.dirname(dashboardPath)), 'a file provider reads the dashboard\'s folder');
-  const sources = readYamlOne<{ datasources: Array<{ uid: string; type: string; url: string }> }>(join(DEPLOY, 'grafana/provisioning/datasources/prometheus.yaml'));
+  const providers = readYamlOne<{ providers: Array<{ type: string; options: { path: string } }> }>(
+    join(DEPLOY, 'grafana/provisioning/dashboards/rbac-gateway.yaml'),
+  );
+  assert.ok(
+    providers.providers.some((p) => p.type === 'file' && posix.normalize(p.options.path) === posix.dirname(dashboardPath)),
+    "a file provider reads the dashboard's folder",
+  );
+  const sources = readYamlOne<{ datasources: Array<{ uid: string; type: string; url: string }> }>(
+    join(DEPLOY, 'grafana/provisioning/datasources/prometheus.yaml'),
+  );
   const source = sources.datasources.find((d) => d.type === 'prometheus');
   assert.ok(source !== undefined, 'a Prometheus data source');
   assert.equal(new URL(source.url).hostname, 'prometheus', 'the data source is the compose service');
-  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as { templating: { list: Array<{ name: string; type: string; current?: { value?: unknown } }> } };
+  const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+    templating: { list: Array<{ name: string; type: string; current?: { value?: unknown } }> };
+  };
   const dsVar = dashboard.templating.list.find((v) => v.type === 'datasource');
   assert.equal(dsVar?.current?.value, source.uid, 'the dashboard starts on the provisioned data source');
 });
@@ -194,7 +246,24 @@ test('dashboard: panels with queries on the data source variable, ids unique, in
     assert.ok((p.targets ?? []).length > 0 && (p.targets ?? []).every((t) => (t.expr ?? '').trim() !== ''), `panel "${p.title}" has queries`);
   }
   const titles = panels.map((p) => p.title.toLowerCase()).join('\n');
-  for (const topic of ['requests', 'p50', 'p99', '5xx', '4xx', 'allow ratio', 'cache hit ratio', 'cached clients', 'cache bytes', 'hydration', 'invalidation delay', 'revision gaps', 'pool connections', 'circuit', 'worker restarts', 'event-loop lag']) {
+  for (const topic of [
+    'requests',
+    'p50',
+    'p99',
+    '5xx',
+    '4xx',
+    'allow ratio',
+    'cache hit ratio',
+    'cached clients',
+    'cache bytes',
+    'hydration',
+    'invalidation delay',
+    'revision gaps',
+    'pool connections',
+    'circuit',
+    'worker restarts',
+    'event-loop lag',
+  ]) {
     assert.ok(titles.includes(topic), `a panel about ${topic}`);
   }
 });
@@ -228,7 +297,11 @@ test('the dashboard and the alert rules read only metrics the service registers,
       }
     }
   }
-  assert.deepEqual([...recorded].filter((r) => !usedRecorded.has(r)), [], 'every recording rule is used by an alert');
+  assert.deepEqual(
+    [...recorded].filter((r) => !usedRecorded.has(r)),
+    [],
+    'every recording rule is used by an alert',
+  );
 });
 
 test('alerts: each has a severity, a runbook in the README and unit tests where it fires and where it does not', () => {
@@ -249,10 +322,20 @@ test('alerts: each has a severity, a runbook in the README and unit tests where 
     assert.ok((rule.annotations?.summary ?? '') !== '', `${name}: summary`);
     assert.ok(new RegExp(`^#{3,4} ${name}$`, 'm').test(operations), `${name}: a runbook heading in README.md "Operations"`);
     const mine = cases.filter((c) => c.alertname === name);
-    assert.ok(mine.some((c) => (c.exp_alerts ?? []).length > 0), `${name}: a unit test where it fires`);
-    assert.ok(mine.some((c) => (c.exp_alerts ?? []).length === 0), `${name}: a unit test where it does not`);
+    assert.ok(
+      mine.some((c) => (c.exp_alerts ?? []).length > 0),
+      `${name}: a unit test where it fires`,
+    );
+    assert.ok(
+      mine.some((c) => (c.exp_alerts ?? []).length === 0),
+      `${name}: a unit test where it does not`,
+    );
   }
-  for (const c of cases) assert.ok(alerts.some((r) => r.alert === c.alertname), `alerts.test.yml tests ${c.alertname}, which alerts.yml does not define`);
+  for (const c of cases)
+    assert.ok(
+      alerts.some((r) => r.alert === c.alertname),
+      `alerts.test.yml tests ${c.alertname}, which alerts.yml does not define`,
+    );
 });
 
 // ---- promtool -------------------------------------------------------------------------------------

@@ -62,7 +62,11 @@ function unitEnvironment(stateRoot: string): Record<string, string> {
   for (const value of service.get('Environment') ?? []) {
     for (const word of words(value)) {
       const eq = word.indexOf('=');
-      if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1).replaceAll('%S', stateRoot).replaceAll('%%', '%');
+      if (eq > 0)
+        env[word.slice(0, eq)] = word
+          .slice(eq + 1)
+          .replaceAll('%S', stateRoot)
+          .replaceAll('%%', '%');
     }
   }
   return env;
@@ -148,12 +152,21 @@ test('Dockerfile: multi-stage, non-root, readiness check, compiled entry point',
   const image = (s: Array<[string, string]>): string => (get(s, 'FROM')[0] ?? '').split(/\s+/)[0] ?? '';
   assert.equal(image(final), image(build), 'runtime on the same base as the build (same glibc, same Node ABI)');
   assert.match(image(final), /^node:(2[2-9]|[3-9]\d)[.-]/, 'a Node.js image of 22 or later');
-  assert.ok(get(build, 'RUN').some((r) => /npm ci\b/.test(r)), 'build stage installs with npm ci');
-  assert.ok(get(build, 'RUN').some((r) => /npm prune --omit=dev/.test(r)), 'build stage drops dev dependencies');
+  assert.ok(
+    get(build, 'RUN').some((r) => /npm ci\b/.test(r)),
+    'build stage installs with npm ci',
+  );
+  assert.ok(
+    get(build, 'RUN').some((r) => /npm prune --omit=dev/.test(r)),
+    'build stage drops dev dependencies',
+  );
 
   const user = get(final, 'USER').at(-1);
   assert.ok(user !== undefined && !/^(root|0)(:|$)/.test(user), `final stage runs as a non-root USER (${user})`);
-  assert.ok(get(final, 'HEALTHCHECK').some((h) => h.includes('/ready')), 'HEALTHCHECK asks /ready');
+  assert.ok(
+    get(final, 'HEALTHCHECK').some((h) => h.includes('/ready')),
+    'HEALTHCHECK asks /ready',
+  );
   const cmd = get(final, 'CMD').at(-1) ?? '';
   const argv = JSON.parse(cmd) as unknown;
   assert.ok(Array.isArray(argv), `exec-form CMD, so SIGTERM reaches node: ${cmd}`);
@@ -166,7 +179,10 @@ test('Dockerfile: multi-stage, non-root, readiness check, compiled entry point',
   assert.match(env, /AUTH_SERVER_HOST=0\.0\.0\.0/);
   const sqlite = /AUTH_SQLITE_PATH=(\S+)/.exec(env)?.[1] ?? '/app/data/rbac.sqlite3';
   const volumes = get(final, 'VOLUME').flatMap((v) => (v.startsWith('[') ? (JSON.parse(v) as string[]) : v.split(/\s+/)));
-  assert.ok(volumes.some((v) => sqlite.startsWith(`${v.replace(/\/$/, '')}/`)), `the SQLite file ${sqlite} lies on a VOLUME (${volumes.join(', ')})`);
+  assert.ok(
+    volumes.some((v) => sqlite.startsWith(`${v.replace(/\/$/, '')}/`)),
+    `the SQLite file ${sqlite} lies on a VOLUME (${volumes.join(', ')})`,
+  );
   assert.ok(get(final, 'EXPOSE').join(' ').split(/\s+/).includes('5000'), 'EXPOSE 5000');
 });
 
@@ -179,7 +195,10 @@ test('.dockerignore: keeps local state out, and nothing the build copies', () =>
   const { stages } = readDockerfile(readFileSync(DOCKERFILE, 'utf8'));
   for (const [keyword, args] of stages.flat()) {
     if (keyword !== 'COPY' || /--from=/.test(args)) continue;
-    const sources = args.split(/\s+/).filter((w) => !w.startsWith('--')).slice(0, -1);
+    const sources = args
+      .split(/\s+/)
+      .filter((w) => !w.startsWith('--'))
+      .slice(0, -1);
     for (const source of sources) {
       assert.ok(!ignored(source.replace(/^\.\/|\/$/g, '')), `COPY ${source}: excluded by .dockerignore`);
       assert.ok(existsSync(join(ROOT, source)), `COPY ${source}: no such file in the repository`);
@@ -219,7 +238,11 @@ function repoSnapshot(): Map<string, string> {
  * config/*.json and anything else still count.
  */
 function editedByOthers(path: string): boolean {
-  return /\.(ts|mts|cts|mjs|js|md)$/.test(path) || /^(src|tests|bench|deploy)\//.test(path) || /^(package(-lock)?\.json|tsconfig[\w.]*\.json|\.gitignore|\.dockerignore)$/.test(path);
+  return (
+    /\.(ts|mts|cts|mjs|js|md)$/.test(path) ||
+    /^(src|tests|bench|deploy)\//.test(path) ||
+    /^(package(-lock)?\.json|tsconfig[\w.]*\.json|\.gitignore|\.dockerignore)$/.test(path)
+  );
 }
 
 /** Every file under `dir`, relative to it. */
@@ -231,7 +254,7 @@ function listFiles(dir: string): string[] {
 
 before(ensureBuilt);
 
-test('the unit\'s command and environment: serves, writes only in the state directory, stops with 0', async (t) => {
+test("the unit's command and environment: serves, writes only in the state directory, stops with 0", async (t) => {
   const root = tempDir('rbac-deploy-');
   t.after(root.cleanup);
   // Stand-ins for /var/lib (%S), the service's HOME and its private /tmp: after the run, only the
@@ -272,7 +295,10 @@ test('the unit\'s command and environment: serves, writes only in the state dire
   for (;;) {
     assert.ok(proc.exitCode === null, `exited before serving (code ${proc.exitCode}):\n${output}`);
     assert.ok(Date.now() < deadline, `no answer on /ping within 10 s:\n${output}`);
-    const ok = await fetch(`${base}/ping`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/ping`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     await sleep(50);
   }

@@ -80,8 +80,11 @@ test('auto never runs the JavaScript fallback of uWebSockets.js: node:http serve
   assert.equal((await client.createRole('admin')).status, 201);
   assert.deepEqual((await client.listRoles()).data, [{ role: 'admin', description: '' }]);
   // The package's own warnings are caught (and summed up in the reason), not printed.
-  const foreign = server.output().split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{"level":'));
-  assert.deepEqual(foreign, [], 'every output line is one of the service\'s JSON log lines');
+  const foreign = server
+    .output()
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !l.startsWith('{"level":'));
+  assert.deepEqual(foreign, [], "every output line is one of the service's JSON log lines");
 });
 
 test('auto where no native build loads: node:http serves, and the reason says what is missing', async (t) => {
@@ -110,7 +113,10 @@ test('uws that cannot load natively stops start-up with exit code 2 and one line
       AUTH_WORKERS: '1',
     });
     assert.equal(code, 2, output);
-    const lines = output.trim().split('\n').filter((l) => l.startsWith('rbac-gateway:'));
+    const lines = output
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('rbac-gateway:'));
     assert.equal(lines.length, 1, output);
     assert.match(lines[0] as string, /AUTH_HTTP_ENGINE=uws, but uWebSockets\.js has no native build/);
     namesThisNode(lines[0] as string);

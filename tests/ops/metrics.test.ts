@@ -74,7 +74,7 @@ function parse(text: string): Exposition {
     const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find((f) => types.has(f));
     assert.ok(family !== undefined, `${name} has no TYPE before it`);
     const labels: Record<string, string> = {};
-    for (let rest = m[2] ?? ''; rest !== ''; ) {
+    for (let rest = m[2] ?? ''; rest !== '';) {
       const l = LABEL.exec(rest);
       assert.ok(l !== null, `bad labels in ${line}`);
       labels[l[1] as string] = l[2] as string;
@@ -126,22 +126,25 @@ test('from start-up: every route with its success status at 0, every contract me
     assert.equal(e.types.get(name), type, `${name} is a ${type}`);
     const own = e.samples.filter((s) => s.name === name || (type === 'histogram' && s.name.startsWith(`${name}_`)));
     for (const s of own) {
-      const names = Object.keys(s.labels).filter((l) => l !== 'le').sort();
+      const names = Object.keys(s.labels)
+        .filter((l) => l !== 'le')
+        .sort();
       assert.deepEqual(names, [...labels].sort(), `${s.name} labels`);
     }
   }
-  const openapi = (await (await fetch(`${server.baseUrl}/openapi.json`)).json()) as { paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>> };
+  const openapi = (await (await fetch(`${server.baseUrl}/openapi.json`)).json()) as {
+    paths: Record<string, Record<string, { operationId: string; responses: Record<string, unknown> }>>;
+  };
   for (const [path, methods] of Object.entries(openapi.paths)) {
     if (!path.startsWith('/api/')) continue;
     for (const [method, op] of Object.entries(methods)) {
       const success = Object.keys(op.responses).find((s) => s.startsWith('2')) as string;
       const series = e.samples.filter(
-        (s) => s.name === 'rbac_http_requests_total' && s.labels.route === op.operationId && s.labels.method === method.toUpperCase() && s.labels.status === success,
+        (s) =>
+          s.name === 'rbac_http_requests_total' && s.labels.route === op.operationId && s.labels.method === method.toUpperCase() && s.labels.status === success,
       );
       assert.equal(series.length, 1, `${method} ${path} (${op.operationId}) ${success} is there`);
-      const le = e.samples
-        .filter((s) => s.name === 'rbac_http_request_duration_seconds_bucket' && s.labels.route === op.operationId)
-        .map((s) => s.labels.le);
+      const le = e.samples.filter((s) => s.name === 'rbac_http_request_duration_seconds_bucket' && s.labels.route === op.operationId).map((s) => s.labels.le);
       assert.deepEqual(le, REQUEST_BUCKETS, `${op.operationId} buckets`);
     }
   }
@@ -174,13 +177,23 @@ test('after N requests over 4 workers on fresh connections, the counters say N; 
   const text = await scrape();
   const e = parse(text);
   const has = (l: Record<string, string>): boolean => l.route === 'has_permission' && l.method === 'GET';
-  assert.equal(sum(e, 'rbac_http_requests_total', (l) => has(l) && l.status === '200') - sum(before, 'rbac_http_requests_total', (l) => has(l) && l.status === '200'), N);
+  assert.equal(
+    sum(e, 'rbac_http_requests_total', (l) => has(l) && l.status === '200') - sum(before, 'rbac_http_requests_total', (l) => has(l) && l.status === '200'),
+    N,
+  );
   assert.equal(sum(e, 'rbac_http_request_duration_seconds_count', has) - sum(before, 'rbac_http_request_duration_seconds_count', has), N);
-  assert.equal(sum(e, 'rbac_http_requests_total', (l) => l.route === 'unknown' && l.status === '404') - sum(before, 'rbac_http_requests_total', (l) => l.route === 'unknown' && l.status === '404'), 10);
+  assert.equal(
+    sum(e, 'rbac_http_requests_total', (l) => l.route === 'unknown' && l.status === '404') -
+      sum(before, 'rbac_http_requests_total', (l) => l.route === 'unknown' && l.status === '404'),
+    10,
+  );
   const allow = sum(e, 'rbac_check_decisions_total', (l) => l.result === 'allow') - sum(before, 'rbac_check_decisions_total', (l) => l.result === 'allow');
   const deny = sum(e, 'rbac_check_decisions_total', (l) => l.result === 'deny') - sum(before, 'rbac_check_decisions_total', (l) => l.result === 'deny');
   assert.deepEqual([allow, deny], [N - N / 3, N / 3]);
-  assert.equal(sum(e, 'rbac_writes_total', (l) => l.result === 'ok'), 3);
+  assert.equal(
+    sum(e, 'rbac_writes_total', (l) => l.result === 'ok'),
+    3,
+  );
   assert.ok(sum(e, 'rbac_cache_hits_total') + sum(e, 'rbac_cache_misses_total') >= N);
   // The counters of every worker are in: more than one worker answered (fresh connections).
   assert.ok(sum(e, 'rbac_cache_clients') >= 2, 'several workers cached the client');

@@ -20,7 +20,6 @@ import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-
 import { engineEnv, freePort, ROOT, runToExit, START_TIMEOUT_MS, tempDir } from '../helpers/server.ts';
 import { sleep } from '../helpers/wait.ts';
 
-
 interface Service {
   readonly port: number;
   readonly pid: number;
@@ -95,7 +94,6 @@ async function startOnce(t: { after(fn: () => unknown): void }, extra: Record<st
   return { port, pid, stdout: () => out, stderr: () => err, exited };
 }
 
-
 /** The service's stdout as parsed lines. */
 function logLines(s: Service): Array<Record<string, unknown>> {
   return s
@@ -106,148 +104,165 @@ function logLines(s: Service): Array<Record<string, unknown>> {
 }
 
 for (const target of ['primary', 'process group'] as const) {
-  test(`SIGTERM to the ${target} with AUTH_SHUTDOWN_DELAY_MS=1500: /ready says draining at once on every worker, new connections are served through the delay, then refused; exit 0`, { timeout: 60_000 }, async (t) => {
-    const DELAY = 1500;
-    const s = await startService(t, { AUTH_SHUTDOWN_DELAY_MS: String(DELAY) });
-    const key = randomUUID();
-    rememberSecret(key);
-    const check = (): Promise<RawResult<{ has_permission: boolean }>> => rawRequest({ port: s.port, key, path: '/api/has_permission/alice/read', timeoutMs: 3000 });
-    // Both workers answer before the signal (each request on a new connection; the kernel spreads them).
-    const workers = new Set<string>();
-    for (let i = 0; i < 200 && workers.size < 2; i++) {
-      const res = await rawRequest({ port: s.port, path: '/ready', timeoutMs: 3000 });
-      assert.equal(res.status, 200, res.text);
-      assert.deepEqual(res.body, { status: 'ready' });
-      workers.add(answeredBy(res));
-    }
-    assert.equal(workers.size, 2, 'both workers answered before the signal');
-
-    const t0 = performance.now();
-    process.kill(target === 'primary' ? s.pid : -s.pid, 'SIGTERM');
-    const drainingSince = new Map<string, number>();
-    let readyAfterDraining = 0;
-    /** When the last `ready` answer came after the signal, if one did. */
-    let lastReady: number | undefined;
-    let served = 0;
-    let lastServed = 0;
-    // Through the delay (less a margin): every new connection is answered.
-    while (performance.now() - t0 < DELAY - 250) {
-      const ready = await rawRequest({ port: s.port, path: '/ready', timeoutMs: 3000 });
-      const at = performance.now() - t0;
-      const who = answeredBy(ready);
-      if (ready.status === 503) {
-        assert.deepEqual(ready.body, { status: 'draining' });
-        if (!drainingSince.has(who)) drainingSince.set(who, at);
-      } else {
-        assert.equal(ready.status, 200, ready.text);
-        lastReady = at;
-        if (drainingSince.has(who)) readyAfterDraining++;
+  test(
+    `SIGTERM to the ${target} with AUTH_SHUTDOWN_DELAY_MS=1500: /ready says draining at once on every worker, new connections are served through the delay, then refused; exit 0`,
+    { timeout: 60_000 },
+    async (t) => {
+      const DELAY = 1500;
+      const s = await startService(t, { AUTH_SHUTDOWN_DELAY_MS: String(DELAY) });
+      const key = randomUUID();
+      rememberSecret(key);
+      const check = (): Promise<RawResult<{ has_permission: boolean }>> =>
+        rawRequest({ port: s.port, key, path: '/api/has_permission/alice/read', timeoutMs: 3000 });
+      // Both workers answer before the signal (each request on a new connection; the kernel spreads them).
+      const workers = new Set<string>();
+      for (let i = 0; i < 200 && workers.size < 2; i++) {
+        const res = await rawRequest({ port: s.port, path: '/ready', timeoutMs: 3000 });
+        assert.equal(res.status, 200, res.text);
+        assert.deepEqual(res.body, { status: 'ready' });
+        workers.add(answeredBy(res));
       }
-      const res = await check();
-      assert.equal(res.status, 200, `an /api request ${(performance.now() - t0).toFixed(0)} ms after the signal: HTTP ${res.status} ${res.text}`);
-      assert.equal(res.data?.has_permission, false);
-      served++;
-      lastServed = performance.now() - t0;
-    }
-    t.diagnostic(`first draining answer of each worker after ${[...drainingSince.values()].map((ms) => ms.toFixed(0)).join(', ')} ms, the last ready one ${lastReady === undefined ? 'never' : `after ${lastReady.toFixed(0)} ms`}; ${served} requests served during the delay, the last ${lastServed.toFixed(0)} ms after the signal`);
-    assert.equal(readyAfterDraining, 0, 'once draining, a worker never answers ready again');
-    assert.equal(drainingSince.size, 2, 'both workers answered draining');
-    assert.ok(lastReady === undefined || lastReady < 300, `draining within about 200 ms of the signal: ready answered ${lastReady?.toFixed(0)} ms after it`);
-    assert.ok(served >= 10, `served during the delay: ${served}`);
+      assert.equal(workers.size, 2, 'both workers answered before the signal');
 
-    // After the delay: new connections are refused, and the process exits 0.
-    let refusedAt: number | undefined;
-    while (refusedAt === undefined && performance.now() - t0 < DELAY + 5000) {
-      try {
-        await rawRequest({ port: s.port, path: '/ready', timeoutMs: 2000 });
-      } catch (err) {
-        // A connection the kernel queued just as its worker stopped accepting is reset, not served.
-        if (!(err instanceof RawError) || (err.code !== 'ECONNREFUSED' && err.code !== 'ECONNRESET')) throw err;
-        if (err.code === 'ECONNREFUSED') refusedAt = performance.now() - t0;
+      const t0 = performance.now();
+      process.kill(target === 'primary' ? s.pid : -s.pid, 'SIGTERM');
+      const drainingSince = new Map<string, number>();
+      let readyAfterDraining = 0;
+      /** When the last `ready` answer came after the signal, if one did. */
+      let lastReady: number | undefined;
+      let served = 0;
+      let lastServed = 0;
+      // Through the delay (less a margin): every new connection is answered.
+      while (performance.now() - t0 < DELAY - 250) {
+        const ready = await rawRequest({ port: s.port, path: '/ready', timeoutMs: 3000 });
+        const at = performance.now() - t0;
+        const who = answeredBy(ready);
+        if (ready.status === 503) {
+          assert.deepEqual(ready.body, { status: 'draining' });
+          if (!drainingSince.has(who)) drainingSince.set(who, at);
+        } else {
+          assert.equal(ready.status, 200, ready.text);
+          lastReady = at;
+          if (drainingSince.has(who)) readyAfterDraining++;
+        }
+        const res = await check();
+        assert.equal(res.status, 200, `an /api request ${(performance.now() - t0).toFixed(0)} ms after the signal: HTTP ${res.status} ${res.text}`);
+        assert.equal(res.data?.has_permission, false);
+        served++;
+        lastServed = performance.now() - t0;
       }
-      await sleep(10);
-    }
-    assert.ok(refusedAt !== undefined, 'new connections are refused after the delay');
-    assert.ok(refusedAt >= DELAY, `refused only after the delay (at ${refusedAt.toFixed(0)} ms)`);
-    const code = await s.exited;
-    const exitedAt = performance.now() - t0;
-    t.diagnostic(`refused ${refusedAt.toFixed(0)} ms after the signal; exited ${exitedAt.toFixed(0)} ms after it`);
-    assert.equal(code, 0, s.stdout() + s.stderr());
-    assert.ok(exitedAt >= DELAY && exitedAt < DELAY + 5000, `exited ${exitedAt.toFixed(0)} ms after the signal`);
-    await assert.rejects(rawRequest({ port: s.port, path: '/ready', timeoutMs: 2000 }), (err: unknown) => err instanceof RawError && err.code === 'ECONNREFUSED');
-  });
+      t.diagnostic(
+        `first draining answer of each worker after ${[...drainingSince.values()].map((ms) => ms.toFixed(0)).join(', ')} ms, the last ready one ${lastReady === undefined ? 'never' : `after ${lastReady.toFixed(0)} ms`}; ${served} requests served during the delay, the last ${lastServed.toFixed(0)} ms after the signal`,
+      );
+      assert.equal(readyAfterDraining, 0, 'once draining, a worker never answers ready again');
+      assert.equal(drainingSince.size, 2, 'both workers answered draining');
+      assert.ok(lastReady === undefined || lastReady < 300, `draining within about 200 ms of the signal: ready answered ${lastReady?.toFixed(0)} ms after it`);
+      assert.ok(served >= 10, `served during the delay: ${served}`);
+
+      // After the delay: new connections are refused, and the process exits 0.
+      let refusedAt: number | undefined;
+      while (refusedAt === undefined && performance.now() - t0 < DELAY + 5000) {
+        try {
+          await rawRequest({ port: s.port, path: '/ready', timeoutMs: 2000 });
+        } catch (err) {
+          // A connection the kernel queued just as its worker stopped accepting is reset, not served.
+          if (!(err instanceof RawError) || (err.code !== 'ECONNREFUSED' && err.code !== 'ECONNRESET')) throw err;
+          if (err.code === 'ECONNREFUSED') refusedAt = performance.now() - t0;
+        }
+        await sleep(10);
+      }
+      assert.ok(refusedAt !== undefined, 'new connections are refused after the delay');
+      assert.ok(refusedAt >= DELAY, `refused only after the delay (at ${refusedAt.toFixed(0)} ms)`);
+      const code = await s.exited;
+      const exitedAt = performance.now() - t0;
+      t.diagnostic(`refused ${refusedAt.toFixed(0)} ms after the signal; exited ${exitedAt.toFixed(0)} ms after it`);
+      assert.equal(code, 0, s.stdout() + s.stderr());
+      assert.ok(exitedAt >= DELAY && exitedAt < DELAY + 5000, `exited ${exitedAt.toFixed(0)} ms after the signal`);
+      await assert.rejects(
+        rawRequest({ port: s.port, path: '/ready', timeoutMs: 2000 }),
+        (err: unknown) => err instanceof RawError && err.code === 'ECONNREFUSED',
+      );
+    },
+  );
 }
 
-test('every line the service writes is a JSON object with level, time and msg; the start-up line holds the configuration with secrets redacted, the engine and the version', { timeout: 60_000 }, async (t) => {
-  const jwtSecret = `jwt-${randomUUID()}-${randomUUID()}`;
-  const encryptionKey = `enc-${randomUUID()}`;
-  const s = await startService(t, {
-    AUTH_LOG_LEVEL: 'debug',
-    AUTH_JWT_SECRET_KEY: jwtSecret,
-    AUTH_ENABLE_ENCRYPTION: 'true',
-    AUTH_ENCRYPTION_KEY: encryptionKey,
-  });
-  const key = randomUUID();
-  rememberSecret(key);
-  const statuses: number[] = [];
-  const call = async (method: string, path: string, k: string | undefined = key, body?: unknown): Promise<RawResult> => {
-    const res = await rawRequest({ port: s.port, method, path, key: k, body, timeoutMs: 5000 });
-    statuses.push(res.status);
-    return res;
-  };
-  await call('POST', '/api/role/admins');
-  await call('POST', '/api/membership/alice/admins');
-  await call('GET', '/api/has_permission/alice/read');
-  const token = await call('POST', '/api/token', key, { scope: 'read' });
-  const minted = (token.data as { token?: string } | undefined)?.token;
-  assert.ok(minted !== undefined, token.text);
-  rememberSecret(minted, 'token');
-  await call('GET', '/api/user_roles/alice', minted);
-  await call('GET', '/api/role_permissions/nobody'); // 404
-  await call('GET', '/api/role_permissions/bad%20name'); // 400
-  await call('GET', '/api/roles', 'not-a-key'); // 401
-  await call('PUT', '/api/roles'); // 405
-  await call('GET', '/api/nothing-here'); // 404
-  assert.deepEqual(statuses, [201, 201, 200, 201, 200, 404, 400, 401, 405, 404]);
+test(
+  'every line the service writes is a JSON object with level, time and msg; the start-up line holds the configuration with secrets redacted, the engine and the version',
+  { timeout: 60_000 },
+  async (t) => {
+    const jwtSecret = `jwt-${randomUUID()}-${randomUUID()}`;
+    const encryptionKey = `enc-${randomUUID()}`;
+    const s = await startService(t, {
+      AUTH_LOG_LEVEL: 'debug',
+      AUTH_JWT_SECRET_KEY: jwtSecret,
+      AUTH_ENABLE_ENCRYPTION: 'true',
+      AUTH_ENCRYPTION_KEY: encryptionKey,
+    });
+    const key = randomUUID();
+    rememberSecret(key);
+    const statuses: number[] = [];
+    const call = async (method: string, path: string, k: string | undefined = key, body?: unknown): Promise<RawResult> => {
+      const res = await rawRequest({ port: s.port, method, path, key: k, body, timeoutMs: 5000 });
+      statuses.push(res.status);
+      return res;
+    };
+    await call('POST', '/api/role/admins');
+    await call('POST', '/api/membership/alice/admins');
+    await call('GET', '/api/has_permission/alice/read');
+    const token = await call('POST', '/api/token', key, { scope: 'read' });
+    const minted = (token.data as { token?: string } | undefined)?.token;
+    assert.ok(minted !== undefined, token.text);
+    rememberSecret(minted, 'token');
+    await call('GET', '/api/user_roles/alice', minted);
+    await call('GET', '/api/role_permissions/nobody'); // 404
+    await call('GET', '/api/role_permissions/bad%20name'); // 400
+    await call('GET', '/api/roles', 'not-a-key'); // 401
+    await call('PUT', '/api/roles'); // 405
+    await call('GET', '/api/nothing-here'); // 404
+    assert.deepEqual(statuses, [201, 201, 200, 201, 200, 404, 400, 401, 405, 404]);
 
-  process.kill(s.pid, 'SIGTERM');
-  assert.equal(await s.exited, 0, s.stdout() + s.stderr());
+    process.kill(s.pid, 'SIGTERM');
+    assert.equal(await s.exited, 0, s.stdout() + s.stderr());
 
-  assert.equal(s.stderr(), '', 'nothing on stderr in a run without errors');
-  const raw = s.stdout().split('\n');
-  assert.equal(raw.pop(), '', 'the output ends with a complete line');
-  for (const line of raw) {
-    let entry: Record<string, unknown>;
-    try {
-      entry = JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      assert.fail(`not a JSON line: ${line}`);
+    assert.equal(s.stderr(), '', 'nothing on stderr in a run without errors');
+    const raw = s.stdout().split('\n');
+    assert.equal(raw.pop(), '', 'the output ends with a complete line');
+    for (const line of raw) {
+      let entry: Record<string, unknown>;
+      try {
+        entry = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        assert.fail(`not a JSON line: ${line}`);
+      }
+      assert.ok(typeof entry === 'object' && entry !== null && !Array.isArray(entry), line);
+      assert.ok(['debug', 'info', 'warn', 'error'].includes(entry.level as string), `level: ${line}`);
+      assert.ok(typeof entry.time === 'string' && !Number.isNaN(Date.parse(entry.time)), `time: ${line}`);
+      assert.ok(typeof entry.msg === 'string' && entry.msg !== '', `msg: ${line}`);
     }
-    assert.ok(typeof entry === 'object' && entry !== null && !Array.isArray(entry), line);
-    assert.ok(['debug', 'info', 'warn', 'error'].includes(entry.level as string), `level: ${line}`);
-    assert.ok(typeof entry.time === 'string' && !Number.isNaN(Date.parse(entry.time)), `time: ${line}`);
-    assert.ok(typeof entry.msg === 'string' && entry.msg !== '', `msg: ${line}`);
-  }
-  const lines = logLines(s);
-  const starting = lines.filter((l) => l.msg === 'starting');
-  assert.equal(starting.length, 1, 'one start-up line');
-  const start = starting[0] as Record<string, unknown>;
-  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
-  assert.equal(start.role, 'primary');
-  assert.equal(start.version, pkg.version);
-  assert.ok(start.engine === 'uws' || start.engine === 'node', `engine: ${String(start.engine)}`);
-  const config = start.config as Record<string, unknown>;
-  assert.equal(config.AUTH_JWT_SECRET_KEY, '[redacted]');
-  assert.equal(config.AUTH_ENCRYPTION_KEY, '[redacted]');
-  assert.equal(config.AUTH_ENABLE_ENCRYPTION, true);
-  assert.equal(config.AUTH_WORKERS, 2);
-  assert.equal(config.AUTH_SERVER_PORT, s.port);
-  assert.equal(config.AUTH_SHUTDOWN_DELAY_MS, 0);
-  const all = s.stdout() + s.stderr();
-  for (const secret of [jwtSecret, encryptionKey, key, minted]) assert.ok(!all.includes(secret), 'no secret, key or token in the output');
-  assert.ok(lines.some((l) => l.msg === 'listening'), 'the listening line');
-  assert.equal(lines.filter((l) => l.msg === 'worker stopping').length, 2, 'each worker says it stops');
-});
+    const lines = logLines(s);
+    const starting = lines.filter((l) => l.msg === 'starting');
+    assert.equal(starting.length, 1, 'one start-up line');
+    const start = starting[0] as Record<string, unknown>;
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    assert.equal(start.role, 'primary');
+    assert.equal(start.version, pkg.version);
+    assert.ok(start.engine === 'uws' || start.engine === 'node', `engine: ${String(start.engine)}`);
+    const config = start.config as Record<string, unknown>;
+    assert.equal(config.AUTH_JWT_SECRET_KEY, '[redacted]');
+    assert.equal(config.AUTH_ENCRYPTION_KEY, '[redacted]');
+    assert.equal(config.AUTH_ENABLE_ENCRYPTION, true);
+    assert.equal(config.AUTH_WORKERS, 2);
+    assert.equal(config.AUTH_SERVER_PORT, s.port);
+    assert.equal(config.AUTH_SHUTDOWN_DELAY_MS, 0);
+    const all = s.stdout() + s.stderr();
+    for (const secret of [jwtSecret, encryptionKey, key, minted]) assert.ok(!all.includes(secret), 'no secret, key or token in the output');
+    assert.ok(
+      lines.some((l) => l.msg === 'listening'),
+      'the listening line',
+    );
+    assert.equal(lines.filter((l) => l.msg === 'worker stopping').length, 2, 'each worker says it stops');
+  },
+);
 
 /** The requests of the access-log test: names in paths that must never reach a log line. */
 async function namedRequests(port: number, key: string): Promise<RawResult[]> {
@@ -263,43 +278,50 @@ async function namedRequests(port: number, key: string): Promise<RawResult[]> {
   ];
 }
 
-test('access log: with AUTH_ACCESS_LOG_SAMPLE=1 one line per /api answer naming the route id, method, status, duration and request id, never a path or a name; with 0 none', { timeout: 60_000 }, async (t) => {
-  const [on, off] = await Promise.all([startService(t, { AUTH_ACCESS_LOG_SAMPLE: '1', AUTH_WORKERS: '1' }), startService(t, { AUTH_WORKERS: '1' })]);
-  const key = randomUUID();
-  rememberSecret(key);
-  const sent = await namedRequests(on.port, key);
-  await namedRequests(off.port, key);
-  assert.deepEqual(sent.map((r) => r.status), [201, 201, 200, 404, 404, 200]);
-  const api = sent.slice(0, 5);
-  const accessLines = (s: Service): Array<Record<string, unknown>> => logLines(s).filter((l) => l.msg === 'access');
-  // Written before each answer is sent; read here through a pipe, so give them a moment.
-  for (const t0 = Date.now(); accessLines(on).length < api.length && Date.now() - t0 < 3000; ) await sleep(20);
-  const lines = accessLines(on);
-  assert.equal(lines.length, api.length, `one line per /api answer, none for /ready:\n${on.stdout()}`);
-  const expected = [
-    { route: 'role.create', method: 'POST', status: 201 },
-    { route: 'membership.add', method: 'POST', status: 201 },
-    { route: 'has_permission', method: 'GET', status: 200 },
-    { route: 'role_permissions', method: 'GET', status: 404 },
-    { route: 'unknown', method: 'GET', status: 404 },
-  ];
-  lines.forEach((line, i) => {
-    const want = expected[i] as (typeof expected)[number];
-    assert.equal(line.level, 'info');
-    assert.equal(line.method, want.method);
-    assert.equal(line.status, want.status);
-    assert.equal(line.route, want.route);
-    assert.equal(line.request_id, api[i]?.headers['x-request-id']);
-    assert.ok(typeof line.duration_ms === 'number' && line.duration_ms >= 0, `duration_ms: ${JSON.stringify(line)}`);
-  });
-  const text = lines.map((l) => JSON.stringify(l)).join('\n');
-  assert.doesNotMatch(text, /secret|carol|\/api\//, 'no path and no name in an access line');
-  assert.ok(!on.stdout().includes(key), 'no client key');
+test(
+  'access log: with AUTH_ACCESS_LOG_SAMPLE=1 one line per /api answer naming the route id, method, status, duration and request id, never a path or a name; with 0 none',
+  { timeout: 60_000 },
+  async (t) => {
+    const [on, off] = await Promise.all([startService(t, { AUTH_ACCESS_LOG_SAMPLE: '1', AUTH_WORKERS: '1' }), startService(t, { AUTH_WORKERS: '1' })]);
+    const key = randomUUID();
+    rememberSecret(key);
+    const sent = await namedRequests(on.port, key);
+    await namedRequests(off.port, key);
+    assert.deepEqual(
+      sent.map((r) => r.status),
+      [201, 201, 200, 404, 404, 200],
+    );
+    const api = sent.slice(0, 5);
+    const accessLines = (s: Service): Array<Record<string, unknown>> => logLines(s).filter((l) => l.msg === 'access');
+    // Written before each answer is sent; read here through a pipe, so give them a moment.
+    for (const t0 = Date.now(); accessLines(on).length < api.length && Date.now() - t0 < 3000;) await sleep(20);
+    const lines = accessLines(on);
+    assert.equal(lines.length, api.length, `one line per /api answer, none for /ready:\n${on.stdout()}`);
+    const expected = [
+      { route: 'role.create', method: 'POST', status: 201 },
+      { route: 'membership.add', method: 'POST', status: 201 },
+      { route: 'has_permission', method: 'GET', status: 200 },
+      { route: 'role_permissions', method: 'GET', status: 404 },
+      { route: 'unknown', method: 'GET', status: 404 },
+    ];
+    lines.forEach((line, i) => {
+      const want = expected[i] as (typeof expected)[number];
+      assert.equal(line.level, 'info');
+      assert.equal(line.method, want.method);
+      assert.equal(line.status, want.status);
+      assert.equal(line.route, want.route);
+      assert.equal(line.request_id, api[i]?.headers['x-request-id']);
+      assert.ok(typeof line.duration_ms === 'number' && line.duration_ms >= 0, `duration_ms: ${JSON.stringify(line)}`);
+    });
+    const text = lines.map((l) => JSON.stringify(l)).join('\n');
+    assert.doesNotMatch(text, /secret|carol|\/api\//, 'no path and no name in an access line');
+    assert.ok(!on.stdout().includes(key), 'no client key');
 
-  // Off: not one access line.
-  await sleep(200);
-  assert.equal(accessLines(off).length, 0, off.stdout());
-});
+    // Off: not one access line.
+    await sleep(200);
+    assert.equal(accessLines(off).length, 0, off.stdout());
+  },
+);
 
 test('AccessLog: off costs nothing and logs nothing; on, it logs the series it is given by index, sampled', () => {
   const calls: Array<{ msg: string; fields: Record<string, unknown> | undefined }> = [];

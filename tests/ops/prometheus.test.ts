@@ -36,14 +36,16 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 /** `count` has_permission checks, each on a new connection so that both workers get some. */
 async function checks(server: RunningServer, key: string, count: number): Promise<void> {
   for (let i = 0; i < count; i += 10) {
-    const batch = Array.from({ length: Math.min(10, count - i) }, (_, j) => rawRequest({ port: server.port, key, path: `/api/has_permission/u${(i + j) % 7}/read` }));
+    const batch = Array.from({ length: Math.min(10, count - i) }, (_, j) =>
+      rawRequest({ port: server.port, key, path: `/api/has_permission/u${(i + j) % 7}/read` }),
+    );
     for (const res of await Promise.all(batch)) assert.equal(res.status, 200);
   }
 }
 
 /** Waits until Prometheus has scraped a total of `expected` /api requests, and that it stays there. */
 async function scrapedTotal(prom: RunningPrometheus, expected: number): Promise<void> {
-  await until(`Prometheus reads ${expected} requests`, 20_000, async () => ((scalarOf(await prom.query(TOTAL)) === expected) ? true : undefined));
+  await until(`Prometheus reads ${expected} requests`, 20_000, async () => (scalarOf(await prom.query(TOTAL)) === expected ? true : undefined));
 }
 
 /** The service's HTTP workers: the primary's node children (tsx's esbuild helpers are not node). */
@@ -87,7 +89,14 @@ test('counters never go down: a worker killed, a worker too slow for a scrape; d
   process.kill(victim, 'SIGKILL');
   await until('the worker replaced', 20_000, async () => {
     const pids = workerPids(server);
-    return pids.length === 2 && !pids.includes(victim) && (await rawRequest({ port: server.port, path: '/ready' }).then((r) => r.status === 200, () => false)) ? true : undefined;
+    return pids.length === 2 &&
+      !pids.includes(victim) &&
+      (await rawRequest({ port: server.port, path: '/ready' }).then(
+        (r) => r.status === 200,
+        () => false,
+      ))
+      ? true
+      : undefined;
   });
   await checks(server, key, 300);
   sent += 300;
@@ -147,5 +156,9 @@ test('counters never go down: a worker killed, a worker too slow for a scrape; d
     [],
     'every alert and recording rule evaluates without error',
   );
-  for (const r of ['RbacGatewayErrorBudgetBurnFast', 'RbacGatewayTargetsMissing', 'RbacGatewayDown']) assert.ok(rules.some((x) => x.name === r), `${r} is loaded`);
+  for (const r of ['RbacGatewayErrorBudgetBurnFast', 'RbacGatewayTargetsMissing', 'RbacGatewayDown'])
+    assert.ok(
+      rules.some((x) => x.name === r),
+      `${r} is loaded`,
+    );
 });

@@ -34,7 +34,9 @@ function childrenOf(pid: number): number[] {
 }
 
 function commandLine(pid: number): string[] {
-  return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    .split('\0')
+    .filter((a) => a !== '');
 }
 
 function exitOf(proc: ChildProcess): Promise<number | null> {
@@ -51,7 +53,16 @@ test('npm start serves compiled JavaScript, and SIGTERM ends it with 0', async (
   const spawnedAt = Date.now();
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: tmp.dir, ...NPM_ENV, ...engineEnv(), AUTH_SERVER_PORT: String(port), AUTH_SQLITE_PATH: join(tmp.dir, 'rbac.sqlite3'), AUTH_WORKERS: '2', AUTH_METRICS_PORT: '0' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: tmp.dir,
+      ...NPM_ENV,
+      ...engineEnv(),
+      AUTH_SERVER_PORT: String(port),
+      AUTH_SQLITE_PATH: join(tmp.dir, 'rbac.sqlite3'),
+      AUTH_WORKERS: '2',
+      AUTH_METRICS_PORT: '0',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -72,7 +83,10 @@ test('npm start serves compiled JavaScript, and SIGTERM ends it with 0', async (
 
   let answeredAfter: number | undefined;
   while (answeredAfter === undefined && Date.now() - spawnedAt < 60_000 && npm.exitCode === null) {
-    const ok = await fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false);
+    const ok = await fetch(`http://127.0.0.1:${port}/ping`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) answeredAfter = Date.now() - spawnedAt;
     else await sleep(20);
   }
@@ -85,7 +99,10 @@ test('npm start serves compiled JavaScript, and SIGTERM ends it with 0', async (
   assert.ok(processes.length >= 3, 'the primary and its two workers');
   for (const pid of processes) {
     const args = commandLine(pid);
-    assert.ok(args.some((a) => a.endsWith('dist/main.js')), `pid ${pid} runs ${args.join(' ')}`);
+    assert.ok(
+      args.some((a) => a.endsWith('dist/main.js')),
+      `pid ${pid} runs ${args.join(' ')}`,
+    );
     assert.ok(!args.some((a) => /tsx/.test(a)), `pid ${pid} runs tsx: ${args.join(' ')}`);
   }
 

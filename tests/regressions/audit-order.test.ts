@@ -23,7 +23,11 @@ test('a failed request recorded after a later success still lists below it (by t
     await sleep(100);
     rows = (await c.audit()).data ?? [];
   }
-  assert.deepEqual(rows.map((r) => r.resource), [...expected].reverse(), 'newest first');
+  assert.deepEqual(
+    rows.map((r) => r.resource),
+    [...expected].reverse(),
+    'newest first',
+  );
   for (let i = 1; i < rows.length; i++) {
     const [a, b] = [rows[i - 1], rows[i]];
     assert.ok(a !== undefined && b !== undefined);

@@ -152,10 +152,11 @@ async function runPage(b: Browser, page: PageServer, api: RunningServer, key: st
     const tab = await context.newPage();
     tab.setDefaultTimeout(15_000);
     await tab.goto(`${page.origin}/`);
-    return await tab.evaluate(
-      (args) => (globalThis as unknown as { scenario(a: typeof args): Promise<Outcome> }).scenario(args),
-      { api: api.baseUrl, key, role },
-    );
+    return await tab.evaluate((args) => (globalThis as unknown as { scenario(a: typeof args): Promise<Outcome> }).scenario(args), {
+      api: api.baseUrl,
+      key,
+      role,
+    });
   } finally {
     await context.close();
   }
@@ -273,7 +274,9 @@ describe('over plain HTTP', () => {
         const origin = which === 'listed' ? pageA.origin : which === 'unlisted' ? pageB.origin : undefined;
         const res = await probe(listed, p, origin, n++);
         const where = `${p.name} (${res.status}), origin ${which}`;
-        const vary = String(res.headers.vary ?? '').split(',').map((v) => v.trim().toLowerCase());
+        const vary = String(res.headers.vary ?? '')
+          .split(',')
+          .map((v) => v.trim().toLowerCase());
         assert.ok(vary.includes('origin'), `${where}: Vary is ${JSON.stringify(res.headers.vary)}`);
         if (which === 'listed') {
           assert.equal(res.headers['access-control-allow-origin'], pageA.origin, where);

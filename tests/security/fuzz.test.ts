@@ -43,9 +43,24 @@ async function seed(server: RunningServer, key: string): Promise<void> {
   };
   const descriptions = ['Administrators', 'Éditeurs ✓', '', 'deployers', 'odd but valid'];
   for (const [i, role] of ROLES.entries()) await ok(201, 'POST', `/api/role/${encodeURIComponent(role)}`, { description: descriptions[i] });
-  const grants: Array<[string, string]> = [['admin', 'read'], ['admin', 'write'], ['admin', 'deploy'], ['admin', 'billing:view'], ['editor', 'read'], ['editor', 'write'], ['viewer', 'read'], ['ops:deploy', 'deploy']];
+  const grants: Array<[string, string]> = [
+    ['admin', 'read'],
+    ['admin', 'write'],
+    ['admin', 'deploy'],
+    ['admin', 'billing:view'],
+    ['editor', 'read'],
+    ['editor', 'write'],
+    ['viewer', 'read'],
+    ['ops:deploy', 'deploy'],
+  ];
   for (const [role, perm] of grants) await ok(201, 'POST', `/api/permission/${role}/${perm}`);
-  const members: Array<[string, string]> = [['alice@example.com', 'admin'], ['bob', 'editor'], ['bob', 'viewer'], ['carol', 'viewer'], ['svc:ci|bot', 'ops:deploy']];
+  const members: Array<[string, string]> = [
+    ['alice@example.com', 'admin'],
+    ['bob', 'editor'],
+    ['bob', 'viewer'],
+    ['carol', 'viewer'],
+    ['svc:ci|bot', 'ops:deploy'],
+  ];
   for (const [user, role] of members) await ok(201, 'POST', `/api/membership/${encodeURIComponent(user)}/${role}`);
   await ok(201, 'POST', '/api/role/temp');
   await ok(201, 'POST', '/api/permission/temp/read');
@@ -221,7 +236,9 @@ for (const engine of ENGINES) {
         return [];
       });
       if (wrong.length > 0 && engineName === 'uws') {
-        t.todo(`uWebSockets.js leaves ${wrong.length} of these ${tries.length} requests without an answer until its 10 s idle timeout, such as ${wrong.slice(0, 2).join('; ')}`);
+        t.todo(
+          `uWebSockets.js leaves ${wrong.length} of these ${tries.length} requests without an answer until its 10 s idle timeout, such as ${wrong.slice(0, 2).join('; ')}`,
+        );
       }
       assert.deepEqual(wrong, []);
     });

@@ -77,7 +77,11 @@ function scanText(text, t) {
   const hits = []; // {index, value, kind}
   for (const m of text.matchAll(UUID_V4)) {
     const rec = t.keys.get(m[0].toLowerCase());
-    hits.push({ index: m.index, value: m[0], kind: rec === undefined ? 'UUID-v4-shaped string (a client key the tests did not record?)' : `client key of ${rec.test}` });
+    hits.push({
+      index: m.index,
+      value: m[0],
+      kind: rec === undefined ? 'UUID-v4-shaped string (a client key the tests did not record?)' : `client key of ${rec.test}`,
+    });
   }
   for (const m of text.matchAll(JWT)) {
     const rec = t.tokens.get(m[0]);

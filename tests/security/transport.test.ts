@@ -76,172 +76,209 @@ async function nothingStored(server: RunningServer, key: string): Promise<void> 
 }
 
 describe('transport limits', { concurrency: true }, () => {
-  for (const { name: engine, skip } of ENGINES) describe(`on ${engine}`, { concurrency: true, skip }, () => {
-    let server: RunningServer;
-    before(async () => {
-      server = await startServer({ env: { AUTH_HTTP_ENGINE: engine } });
-    });
-    after(async () => {
-      assert.equal(server.proc.exitCode, null, `the server is still running:\n${server.output()}`);
-      assert.equal(await server.stop(), 0, server.output());
-      assert.doesNotMatch(server.output(), /"level":"error"/);
-    });
-    test('a head over 16 KiB is 431 or closed, on a write route and on an unknown path; 15 KiB is fine', async () => {
-      const key = randomUUID();
-      const pad = `X-Pad: ${'p'.repeat(64 * 1024)}`;
-      const write = await exchange(server.port, [head('POST /api/role/big HTTP/1.1', `Authorization: Bearer ${key}`, pad, 'Content-Length: 0')]);
-      refusedOrClosed(write, 431, 'POST');
-      const whole = head('POST /api/role/big HTTP/1.1', `Authorization: Bearer ${key}`, pad);
-      const split = await exchange(server.port, [whole.slice(0, 9000), whole.slice(9000)], { gapMs: 50 });
-      refusedOrClosed(split, 431, 'POST, head in two writes');
-      refusedOrClosed(await exchange(server.port, [head('GET /nowhere HTTP/1.1', pad)]), 431, 'unknown path');
-      await nothingStored(server, key);
-      const fine = await exchange(server.port, [head('POST /api/role/fine HTTP/1.1', `Authorization: Bearer ${key}`, `X-Pad: ${'p'.repeat(15 * 1024)}`, 'Connection: close')]);
-      assert.equal(fine.answer?.status, 201, fine.answer?.body);
-    });
-
-    test('a head over 16 KiB on a read route is 431 or closed', async () => {
-      const pad = `X-Pad: ${'p'.repeat(64 * 1024)}`;
-      refusedOrClosed(await exchange(server.port, [head('GET /ping HTTP/1.1', pad, 'Connection: close')]), 431, 'GET /ping');
-      const list = head('GET /api/roles HTTP/1.1', `Authorization: Bearer ${randomUUID()}`, pad, 'Connection: close');
-      refusedOrClosed(await exchange(server.port, [list]), 431, 'GET /api/roles');
-    });
-
-    test('a URL over 8 KiB is 414 or closed on a write route and an unknown path; 7 KiB is fine', async () => {
-      const key = randomUUID();
-      const query = `?pad=${'q'.repeat(9 * 1024)}`;
-      refusedOrClosed(await exchange(server.port, [head(`POST /api/role/long${query} HTTP/1.1`, `Authorization: Bearer ${key}`)]), 414, 'POST');
-      refusedOrClosed(await exchange(server.port, [head(`DELETE /api/role/${'r'.repeat(9 * 1024)} HTTP/1.1`, `Authorization: Bearer ${key}`)]), 414, 'DELETE');
-      refusedOrClosed(await exchange(server.port, [head(`GET /nowhere/${'n'.repeat(9 * 1024)} HTTP/1.1`)]), 414, 'unknown path');
-      await nothingStored(server, key);
-      const fine = await exchange(server.port, [head(`POST /api/role/fine?pad=${'q'.repeat(7 * 1024)} HTTP/1.1`, `Authorization: Bearer ${key}`, 'Connection: close')]);
-      assert.equal(fine.answer?.status, 201, fine.answer?.body);
-    });
-
-    test('a URL over 8 KiB on a read route is 414 or closed', async () => {
-      const query = `?pad=${'q'.repeat(9 * 1024)}`;
-      const list = head(`GET /api/roles${query} HTTP/1.1`, `Authorization: Bearer ${randomUUID()}`, 'Connection: close');
-      refusedOrClosed(await exchange(server.port, [list]), 414, 'GET');
-    });
-
-    test('two Content-Length headers (different or equal) are 400, the connection closes, nothing is written', async () => {
-      const key = randomUUID();
-      const body = '{"description":"smuggled"}';
-      for (const lengths of [['0', String(body.length)], [String(body.length), '0'], [String(body.length), String(body.length)]]) {
-        const x = await exchange(server.port, [
-          head('POST /api/role/smuggled HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', ...lengths.map((n) => `Content-Length: ${n}`)),
-          body,
+  for (const { name: engine, skip } of ENGINES)
+    describe(`on ${engine}`, { concurrency: true, skip }, () => {
+      let server: RunningServer;
+      before(async () => {
+        server = await startServer({ env: { AUTH_HTTP_ENGINE: engine } });
+      });
+      after(async () => {
+        assert.equal(server.proc.exitCode, null, `the server is still running:\n${server.output()}`);
+        assert.equal(await server.stop(), 0, server.output());
+        assert.doesNotMatch(server.output(), /"level":"error"/);
+      });
+      test('a head over 16 KiB is 431 or closed, on a write route and on an unknown path; 15 KiB is fine', async () => {
+        const key = randomUUID();
+        const pad = `X-Pad: ${'p'.repeat(64 * 1024)}`;
+        const write = await exchange(server.port, [head('POST /api/role/big HTTP/1.1', `Authorization: Bearer ${key}`, pad, 'Content-Length: 0')]);
+        refusedOrClosed(write, 431, 'POST');
+        const whole = head('POST /api/role/big HTTP/1.1', `Authorization: Bearer ${key}`, pad);
+        const split = await exchange(server.port, [whole.slice(0, 9000), whole.slice(9000)], { gapMs: 50 });
+        refusedOrClosed(split, 431, 'POST, head in two writes');
+        refusedOrClosed(await exchange(server.port, [head('GET /nowhere HTTP/1.1', pad)]), 431, 'unknown path');
+        await nothingStored(server, key);
+        const fine = await exchange(server.port, [
+          head('POST /api/role/fine HTTP/1.1', `Authorization: Bearer ${key}`, `X-Pad: ${'p'.repeat(15 * 1024)}`, 'Connection: close'),
         ]);
-        refusedOrClosed(x, 400, `Content-Length ${lengths.join(' and ')}`);
-        assert.ok(x.closedByServer, `Content-Length ${lengths.join(' and ')}: the connection stays open`);
-      }
-      await nothingStored(server, key);
-    });
+        assert.equal(fine.answer?.status, 201, fine.answer?.body);
+      });
 
-    test('Content-Length with Transfer-Encoding is 400 or closed, the connection closes, nothing is written', async () => {
-      const key = randomUUID();
-      const body = '{"description":"smuggled"}';
-      const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
-      for (const fields of [['Content-Length: 0', 'Transfer-Encoding: chunked'], ['Transfer-Encoding: chunked', `Content-Length: ${chunked.length}`]]) {
-        const x = await exchange(server.port, [head('POST /api/role/smuggled HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', ...fields), chunked]);
-        refusedOrClosed(x, 400, fields.join(', '));
-        assert.ok(x.closedByServer, `${fields.join(', ')}: the connection stays open`);
-      }
-      await nothingStored(server, key);
-    });
+      test('a head over 16 KiB on a read route is 431 or closed', async () => {
+        const pad = `X-Pad: ${'p'.repeat(64 * 1024)}`;
+        refusedOrClosed(await exchange(server.port, [head('GET /ping HTTP/1.1', pad, 'Connection: close')]), 431, 'GET /ping');
+        const list = head('GET /api/roles HTTP/1.1', `Authorization: Bearer ${randomUUID()}`, pad, 'Connection: close');
+        refusedOrClosed(await exchange(server.port, [list]), 431, 'GET /api/roles');
+      });
 
-    test('a head just over 16 KiB gets the JSON 431 envelope and the connection closes', async () => {
-      const x = await exchange(server.port, [head('GET /ping HTTP/1.1', `X-Pad: ${'p'.repeat(17 * 1024)}`)]);
-      assert.ok(x.answer !== undefined, `no answer (closed: ${x.closedByServer})`);
-      refusedOrClosed(x, 431, 'a 17 KiB head');
-      assert.ok(x.closedByServer, 'the connection stays open');
-    });
+      test('a URL over 8 KiB is 414 or closed on a write route and an unknown path; 7 KiB is fine', async () => {
+        const key = randomUUID();
+        const query = `?pad=${'q'.repeat(9 * 1024)}`;
+        refusedOrClosed(await exchange(server.port, [head(`POST /api/role/long${query} HTTP/1.1`, `Authorization: Bearer ${key}`)]), 414, 'POST');
+        refusedOrClosed(
+          await exchange(server.port, [head(`DELETE /api/role/${'r'.repeat(9 * 1024)} HTTP/1.1`, `Authorization: Bearer ${key}`)]),
+          414,
+          'DELETE',
+        );
+        refusedOrClosed(await exchange(server.port, [head(`GET /nowhere/${'n'.repeat(9 * 1024)} HTTP/1.1`)]), 414, 'unknown path');
+        await nothingStored(server, key);
+        const fine = await exchange(server.port, [
+          head(`POST /api/role/fine?pad=${'q'.repeat(7 * 1024)} HTTP/1.1`, `Authorization: Bearer ${key}`, 'Connection: close'),
+        ]);
+        assert.equal(fine.answer?.status, 201, fine.answer?.body);
+      });
 
-    test('a 15 KiB head sent in two writes is served', onUws(engine, libraryLimits.splitHead, !uws5x), async () => {
-      const whole = head('GET /ping HTTP/1.1', `X-Pad: ${'p'.repeat(15 * 1024)}`, 'Connection: close');
-      const x = await exchange(server.port, [whole.slice(0, 6000), whole.slice(6000)], { gapMs: 50 });
-      assert.equal(x.answer?.status, 200, x.answer?.body ?? `no answer (closed: ${x.closedByServer})`);
-    });
+      test('a URL over 8 KiB on a read route is 414 or closed', async () => {
+        const query = `?pad=${'q'.repeat(9 * 1024)}`;
+        const list = head(`GET /api/roles${query} HTTP/1.1`, `Authorization: Bearer ${randomUUID()}`, 'Connection: close');
+        refusedOrClosed(await exchange(server.port, [list]), 414, 'GET');
+      });
 
-    test('answers to HEAD carry no body: a keep-alive client reads the next answer on the same connection', async (t) => {
-      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-      t.after(() => agent.destroy());
-      const sockets = new Set<unknown>();
-      const ask = (method: string, path: string): Promise<{ status: number; length: string | undefined; body: string }> =>
-        new Promise((resolve, reject) => {
-          const req = request({ host: '127.0.0.1', port: server.port, method, path, agent }, (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c: string) => (body += c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, length: res.headers['content-length'], body }));
+      test('two Content-Length headers (different or equal) are 400, the connection closes, nothing is written', async () => {
+        const key = randomUUID();
+        const body = '{"description":"smuggled"}';
+        for (const lengths of [
+          ['0', String(body.length)],
+          [String(body.length), '0'],
+          [String(body.length), String(body.length)],
+        ]) {
+          const x = await exchange(server.port, [
+            head(
+              'POST /api/role/smuggled HTTP/1.1',
+              `Authorization: Bearer ${key}`,
+              'Content-Type: application/json',
+              ...lengths.map((n) => `Content-Length: ${n}`),
+            ),
+            body,
+          ]);
+          refusedOrClosed(x, 400, `Content-Length ${lengths.join(' and ')}`);
+          assert.ok(x.closedByServer, `Content-Length ${lengths.join(' and ')}: the connection stays open`);
+        }
+        await nothingStored(server, key);
+      });
+
+      test('Content-Length with Transfer-Encoding is 400 or closed, the connection closes, nothing is written', async () => {
+        const key = randomUUID();
+        const body = '{"description":"smuggled"}';
+        const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+        for (const fields of [
+          ['Content-Length: 0', 'Transfer-Encoding: chunked'],
+          ['Transfer-Encoding: chunked', `Content-Length: ${chunked.length}`],
+        ]) {
+          const x = await exchange(server.port, [
+            head('POST /api/role/smuggled HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', ...fields),
+            chunked,
+          ]);
+          refusedOrClosed(x, 400, fields.join(', '));
+          assert.ok(x.closedByServer, `${fields.join(', ')}: the connection stays open`);
+        }
+        await nothingStored(server, key);
+      });
+
+      test('a head just over 16 KiB gets the JSON 431 envelope and the connection closes', async () => {
+        const x = await exchange(server.port, [head('GET /ping HTTP/1.1', `X-Pad: ${'p'.repeat(17 * 1024)}`)]);
+        assert.ok(x.answer !== undefined, `no answer (closed: ${x.closedByServer})`);
+        refusedOrClosed(x, 431, 'a 17 KiB head');
+        assert.ok(x.closedByServer, 'the connection stays open');
+      });
+
+      test('a 15 KiB head sent in two writes is served', onUws(engine, libraryLimits.splitHead, !uws5x), async () => {
+        const whole = head('GET /ping HTTP/1.1', `X-Pad: ${'p'.repeat(15 * 1024)}`, 'Connection: close');
+        const x = await exchange(server.port, [whole.slice(0, 6000), whole.slice(6000)], { gapMs: 50 });
+        assert.equal(x.answer?.status, 200, x.answer?.body ?? `no answer (closed: ${x.closedByServer})`);
+      });
+
+      test('answers to HEAD carry no body: a keep-alive client reads the next answer on the same connection', async (t) => {
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+        t.after(() => agent.destroy());
+        const sockets = new Set<unknown>();
+        const ask = (method: string, path: string): Promise<{ status: number; length: string | undefined; body: string }> =>
+          new Promise((resolve, reject) => {
+            const req = request({ host: '127.0.0.1', port: server.port, method, path, agent }, (res) => {
+              let body = '';
+              res.setEncoding('utf8');
+              res.on('data', (c: string) => (body += c));
+              res.on('end', () => resolve({ status: res.statusCode ?? 0, length: res.headers['content-length'], body }));
+            });
+            req.on('socket', (socket) => sockets.add(socket));
+            req.on('error', reject);
+            req.end();
           });
-          req.on('socket', (socket) => sockets.add(socket));
-          req.on('error', reject);
-          req.end();
-        });
-      for (const [path, status] of [['/nowhere', 404], ['/api/role/some-role', 405], ['/nowhere/either', 404]] as const) {
-        const answer = await ask('HEAD', path);
-        assert.equal(answer.status, status, path);
-        assert.equal(answer.body, '', path);
-        assert.ok(Number(answer.length) > 0, `${path}: the Content-Length its body would have, not ${answer.length}`);
-      }
-      const ping = await ask('GET', '/ping');
-      assert.equal(ping.status, 200);
-      assert.equal((JSON.parse(ping.body) as { status: string }).status, 'ok');
-      assert.equal(sockets.size, 1, 'every request went over one connection');
-    });
+        for (const [path, status] of [
+          ['/nowhere', 404],
+          ['/api/role/some-role', 405],
+          ['/nowhere/either', 404],
+        ] as const) {
+          const answer = await ask('HEAD', path);
+          assert.equal(answer.status, status, path);
+          assert.equal(answer.body, '', path);
+          assert.ok(Number(answer.length) > 0, `${path}: the Content-Length its body would have, not ${answer.length}`);
+        }
+        const ping = await ask('GET', '/ping');
+        assert.equal(ping.status, 200);
+        assert.equal((JSON.parse(ping.body) as { status: string }).status, 'ok');
+        assert.equal(sockets.size, 1, 'every request went over one connection');
+      });
 
-    test('an HTTP/1.0 request is answered like an HTTP/1.1 one, and the connection closes', onUws(engine, libraryLimits.http10), async () => {
-      const x = await exchange(server.port, ['GET /ping HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n']);
-      assert.equal(x.answer?.status, 200, x.answer?.body ?? `no answer (closed: ${x.closedByServer})`);
-      assert.equal((x.answer?.json as { status?: string } | undefined)?.status, 'ok');
-      assert.ok(x.closedByServer, 'the connection stays open');
-    });
+      test('an HTTP/1.0 request is answered like an HTTP/1.1 one, and the connection closes', onUws(engine, libraryLimits.http10), async () => {
+        const x = await exchange(server.port, ['GET /ping HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n']);
+        assert.equal(x.answer?.status, 200, x.answer?.body ?? `no answer (closed: ${x.closedByServer})`);
+        assert.equal((x.answer?.json as { status?: string } | undefined)?.status, 'ok');
+        assert.ok(x.closedByServer, 'the connection stays open');
+      });
 
-    test('a chunk shorter than its declared size is 400, and nothing is written', onUws(engine, libraryLimits.shortChunk), async () => {
-      const key = randomUUID();
-      const data = '{"description":"short"}';
-      const body = `${(data.length + 1).toString(16)}\r\n${data}\r\n0\r\n\r\n`;
-      const start = head('POST /api/role/short HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', 'Transfer-Encoding: chunked');
-      const x = await exchange(server.port, [start + body]);
-      refusedOrClosed(x, 400, 'a short chunk');
-      assert.ok(x.answer !== undefined, `no answer (closed: ${x.closedByServer})`);
-      await nothingStored(server, key);
-    });
+      test('a chunk shorter than its declared size is 400, and nothing is written', onUws(engine, libraryLimits.shortChunk), async () => {
+        const key = randomUUID();
+        const data = '{"description":"short"}';
+        const body = `${(data.length + 1).toString(16)}\r\n${data}\r\n0\r\n\r\n`;
+        const start = head('POST /api/role/short HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', 'Transfer-Encoding: chunked');
+        const x = await exchange(server.port, [start + body]);
+        refusedOrClosed(x, 400, 'a short chunk');
+        assert.ok(x.answer !== undefined, `no answer (closed: ${x.closedByServer})`);
+        await nothingStored(server, key);
+      });
 
-    test('a head sent a byte a second is cut off after about 10 s, and holds nothing up meanwhile', onUws(engine, libraryLimits.slowHead, uws5x), async () => {
-      const bytes = [...head('GET /ping HTTP/1.1', 'X-Slow: slowly-slowly-slowly-slowly-slowly')];
-      const slow = exchange(server.port, bytes, { gapMs: 1000, timeoutMs: 16_000 });
-      await sleep(2000);
-      const ping = await server.client().ping();
-      assert.equal(ping.status, 200, 'another request is answered meanwhile');
-      const x = await slow;
-      assert.ok(!x.sentAll, 'the whole head got through');
-      assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
-      if (x.answer !== undefined) refusedOrClosed(x, 408, 'slow head');
-    });
+      test(
+        'a head sent a byte a second is cut off after about 10 s, and holds nothing up meanwhile',
+        onUws(engine, libraryLimits.slowHead, uws5x),
+        async () => {
+          const bytes = [...head('GET /ping HTTP/1.1', 'X-Slow: slowly-slowly-slowly-slowly-slowly')];
+          const slow = exchange(server.port, bytes, { gapMs: 1000, timeoutMs: 16_000 });
+          await sleep(2000);
+          const ping = await server.client().ping();
+          assert.equal(ping.status, 200, 'another request is answered meanwhile');
+          const x = await slow;
+          assert.ok(!x.sentAll, 'the whole head got through');
+          assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
+          if (x.answer !== undefined) refusedOrClosed(x, 408, 'slow head');
+        },
+      );
 
-    test('a body sent a byte a second is answered 408 or closed after about 10 s; nothing is written', async () => {
-      const key = randomUUID();
-      const body = '{"description":"slowly"}';
-      const start = head('POST /api/role/slow HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', `Content-Length: ${body.length}`);
-      const x = await exchange(server.port, [start, ...body], { gapMs: 1000, timeoutMs: 16_000 });
-      assert.ok(!x.sentAll, 'the whole body got through');
-      assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
-      refusedOrClosed(x, 408, 'slow body');
-      await nothingStored(server, key);
-    });
+      test('a body sent a byte a second is answered 408 or closed after about 10 s; nothing is written', async () => {
+        const key = randomUUID();
+        const body = '{"description":"slowly"}';
+        const start = head('POST /api/role/slow HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', `Content-Length: ${body.length}`);
+        const x = await exchange(server.port, [start, ...body], { gapMs: 1000, timeoutMs: 16_000 });
+        assert.ok(!x.sentAll, 'the whole body got through');
+        assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
+        refusedOrClosed(x, 408, 'slow body');
+        await nothingStored(server, key);
+      });
 
-    test('a body that stops half-way is answered 408 or closed after about 10 s; nothing is written', async () => {
-      const key = randomUUID();
-      const body = '{"description":"never finished"}';
-      const start = head('POST /api/role/stalled HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', `Content-Length: ${body.length}`);
-      const x = await exchange(server.port, [start + body.slice(0, 10)], { timeoutMs: 16_000 });
-      assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
-      refusedOrClosed(x, 408, 'stalled body');
-      await nothingStored(server, key);
+      test('a body that stops half-way is answered 408 or closed after about 10 s; nothing is written', async () => {
+        const key = randomUUID();
+        const body = '{"description":"never finished"}';
+        const start = head(
+          'POST /api/role/stalled HTTP/1.1',
+          `Authorization: Bearer ${key}`,
+          'Content-Type: application/json',
+          `Content-Length: ${body.length}`,
+        );
+        const x = await exchange(server.port, [start + body.slice(0, 10)], { timeoutMs: 16_000 });
+        assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
+        refusedOrClosed(x, 408, 'stalled body');
+        await nothingStored(server, key);
+      });
     });
-  });
 });
 
 describe('the peer address of the engine port', { concurrency: true }, () => {

@@ -270,12 +270,15 @@ test('every import under src/ follows the import rules', () => {
 });
 
 test('the allow-table has one row per folder under src/, and no stale arrow', () => {
-  const folders = ['.', ...readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name)].sort();
+  const folders = [
+    '.',
+    ...readdirSync(SRC, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name),
+  ].sort();
   assert.deepEqual(Object.keys(ALLOW).sort(), folders, `ALLOW in ${HERE} must have exactly one row per folder under src/`);
   const used = new Set(real.flatMap((a) => (a.target.kind === 'src' ? [`${folderOf(a.file)} → ${a.target.folder}`] : [])));
-  const stale = Object.entries(ALLOW).flatMap(([from, row]) =>
-    row.filter((to) => !used.has(`${from} → ${to}`)).map((to) => `ALLOW['${from}'] lists '${to}'`),
-  );
+  const stale = Object.entries(ALLOW).flatMap(([from, row]) => row.filter((to) => !used.has(`${from} → ${to}`)).map((to) => `ALLOW['${from}'] lists '${to}'`));
   assert.deepEqual(stale, [], 'nothing imports along these arrows any more: remove them from the table');
 });
 
@@ -328,13 +331,12 @@ const SYNTHETIC: Readonly<Record<string, string>> = {
   'primary/relay.ts': "import '../invalidation/redis.ts'; // BAD\nimport '../invalidation/index.ts';\n",
   'cache/index.ts': "import type { G } from '../authz/graph.ts';\nexport type C = G;\n",
   'main.ts': "import '../outside.ts'; // BAD\nimport './worker/index.ts';\n",
-  'ipc/protocol.ts': "import type { ChangeMessage } from '../invalidation/messages.ts';\nimport type { Bus } from '../invalidation/port.ts'; // BAD\nexport type M = ChangeMessage | Bus;\n",
+  'ipc/protocol.ts':
+    "import type { ChangeMessage } from '../invalidation/messages.ts';\nimport type { Bus } from '../invalidation/port.ts'; // BAD\nexport type M = ChangeMessage | Bus;\n",
 };
 
 function expectedBad(): string[] {
-  return Object.entries(SYNTHETIC).flatMap(([file, text]) =>
-    text.split('\n').flatMap((line, i) => (line.includes('// BAD') ? [`src/${file}:${i + 1} `] : [])),
-  );
+  return Object.entries(SYNTHETIC).flatMap(([file, text]) => text.split('\n').flatMap((line, i) => (line.includes('// BAD') ? [`src/${file}:${i + 1} `] : [])));
 }
 
 test('self-test: the checker reports each forbidden arrow of a synthetic tree, and nothing else', (t) => {

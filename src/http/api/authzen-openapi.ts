@@ -16,7 +16,8 @@ const actions = { type: 'array', items: { type: 'object', required: ['name'], pr
 
 function successOf(r: AuthzenRoute): object {
   if (r.id === 'authzen_evaluation') return decision;
-  if (r.id === 'authzen_evaluations') return { oneOf: [decision, { type: 'object', required: ['evaluations'], properties: { evaluations: { type: 'array', items: decision } } }] };
+  if (r.id === 'authzen_evaluations')
+    return { oneOf: [decision, { type: 'object', required: ['evaluations'], properties: { evaluations: { type: 'array', items: decision } } }] };
   return { type: 'object', required: ['page', 'results'], properties: { page, results: r.id === 'authzen_search_action' ? actions : entities } };
 }
 
@@ -24,9 +25,14 @@ const METADATA = {
   type: 'object',
   required: ['policy_decision_point'],
   properties: Object.fromEntries(
-    ['policy_decision_point', 'access_evaluation_endpoint', 'access_evaluations_endpoint', 'search_subject_endpoint', 'search_resource_endpoint', 'search_action_endpoint'].map(
-      (k) => [k, { type: 'string', format: 'uri' }],
-    ),
+    [
+      'policy_decision_point',
+      'access_evaluation_endpoint',
+      'access_evaluations_endpoint',
+      'search_subject_endpoint',
+      'search_resource_endpoint',
+      'search_action_endpoint',
+    ].map((k) => [k, { type: 'string', format: 'uri' }]),
   ),
 };
 

@@ -6,7 +6,13 @@ export type Headers = Record<string, object>;
 
 /** The response headers the service sends (docs/api.md §2, §3, §4, §9, §13), as OpenAPI header objects. */
 export const HEADER = {
-  requestId: { 'X-Request-Id': { required: true, description: 'Echoed from the request (1-128 visible ASCII characters), else generated', schema: { type: 'string', minLength: 1, maxLength: 128 } } },
+  requestId: {
+    'X-Request-Id': {
+      required: true,
+      description: 'Echoed from the request (1-128 visible ASCII characters), else generated',
+      schema: { type: 'string', minLength: 1, maxLength: 128 },
+    },
+  },
   revision: (required: boolean): Headers => ({
     'X-Authz-Revision': { required, description: "The client's revision this answer reflects", schema: { type: 'string', pattern: '^[0-9]+$' } },
   }),
@@ -24,7 +30,14 @@ export function errorHeaders(status: number, authenticated: boolean): Headers {
 }
 
 const json = (schema: object) => ({ 'application/json': { schema } });
-export const error = (description: string, headers: Headers = {}) => ({ description, headers: { ...HEADER.requestId, ...headers }, content: json(errorEnvelope) });
-export const plainJson = (description: string, schema: object, headers: Headers = {}) => ({ description, headers: { ...HEADER.requestId, ...headers }, content: json(schema) });
+export const error = (description: string, headers: Headers = {}) => ({
+  description,
+  headers: { ...HEADER.requestId, ...headers },
+  content: json(errorEnvelope),
+});
+export const plainJson = (description: string, schema: object, headers: Headers = {}) => ({
+  description,
+  headers: { ...HEADER.requestId, ...headers },
+  content: json(schema),
+});
 export const wrongMethod = () => error('Wrong method for this path', HEADER.allow);
-

@@ -15,7 +15,13 @@ function parametersOf(r: Route): object[] {
     schema: name,
   }));
   if (r.kind === 'log') {
-    parameters.push({ name: 'since', in: 'query', required: false, description: 'Only changes with a revision above this one (default 0)', schema: { type: 'integer', minimum: 0 } });
+    parameters.push({
+      name: 'since',
+      in: 'query',
+      required: false,
+      description: 'Only changes with a revision above this one (default 0)',
+      schema: { type: 'integer', minimum: 0 },
+    });
   }
   if (isPaged(r)) {
     parameters.push(
@@ -92,18 +98,32 @@ const PLAIN_PATHS: Record<string, Record<string, object>> = {
       'ready',
       'Readiness: 503 while draining; 200 ready, or 200 degraded naming the dependencies down (503 with strict=1)',
       { 200: plainJson('ready or degraded', READY_BODY), 503: plainJson('draining, or degraded with strict=1', READY_BODY, HEADER.retryAfter) },
-      { parameters: [{ name: 'strict', in: 'query', required: false, description: '1: answer 503 whenever degraded', schema: { type: 'string', enum: ['1', 'true'] } }] },
+      {
+        parameters: [
+          { name: 'strict', in: 'query', required: false, description: '1: answer 503 whenever degraded', schema: { type: 'string', enum: ['1', 'true'] } },
+        ],
+      },
     ),
   },
   '/version': { get: plain('version', 'The service, its version, Node.js and the HTTP engine in use', { 200: plainJson('version', VERSION_BODY) }) },
-  '/openapi.json': { get: plain('openapi', 'This document', { 200: plainJson('OpenAPI 3.1', { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { type: 'string' }, paths: { type: 'object' } } }) }) },
+  '/openapi.json': {
+    get: plain('openapi', 'This document', {
+      200: plainJson('OpenAPI 3.1', { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { type: 'string' }, paths: { type: 'object' } } }),
+    }),
+  },
 };
 
 /** The OpenAPI 3.1 document of every route, built from the schemas that validate and serialise. */
 export function buildOpenApi(routes: readonly Route[]): object {
   const paths: Record<string, Record<string, object>> = {};
   for (const r of routes) {
-    const op: Record<string, unknown> = { operationId: r.id, summary: r.summary, parameters: parametersOf(r), responses: responsesOf(r), security: [{ bearer: [] }] };
+    const op: Record<string, unknown> = {
+      operationId: r.id,
+      summary: r.summary,
+      parameters: parametersOf(r),
+      responses: responsesOf(r),
+      security: [{ bearer: [] }],
+    };
     if (r.body !== undefined && r.body !== 'none') {
       op.requestBody = { required: r.body === 'check' || r.body === 'schedule', content: { 'application/json': { schema: bodies[r.body] } } };
     }

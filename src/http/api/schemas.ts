@@ -74,25 +74,29 @@ export const data = {
     webhook_url: webhookUrl,
     webhook_secret: { type: 'string', description: 'whsec_<base64>: signs the webhook deliveries (Standard Webhooks); shown only here' },
   }),
-  schedules: listOf(obj({
-    workflow: name,
-    interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
-    webhook_url: webhookUrl,
-    last_run_at: { type: ['string', 'null'], description: 'null before the first run' },
-  })),
-  unscheduled: obj({ workflow: name }),
-  runs: listOf(obj({
-    run_at: { type: 'string' },
-    revision: { type: 'integer', minimum: 0, description: 'The client revision the run read' },
-    users_count: { type: 'integer', minimum: 0 },
-    added: listOf(name),
-    removed: listOf(name),
-    delivery: obj({
-      status: { type: 'string', enum: ['none', 'pending', 'delivered', 'failed'] },
-      attempts: { type: 'integer', minimum: 0 },
-      last_status: { type: ['integer', 'null'], description: "The receiver's last HTTP status, null before one" },
+  schedules: listOf(
+    obj({
+      workflow: name,
+      interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+      webhook_url: webhookUrl,
+      last_run_at: { type: ['string', 'null'], description: 'null before the first run' },
     }),
-  })),
+  ),
+  unscheduled: obj({ workflow: name }),
+  runs: listOf(
+    obj({
+      run_at: { type: 'string' },
+      revision: { type: 'integer', minimum: 0, description: 'The client revision the run read' },
+      users_count: { type: 'integer', minimum: 0 },
+      added: listOf(name),
+      removed: listOf(name),
+      delivery: obj({
+        status: { type: 'string', enum: ['none', 'pending', 'delivered', 'failed'] },
+        attempts: { type: 'integer', minimum: 0 },
+        last_status: { type: ['integer', 'null'], description: "The receiver's last HTTP status, null before one" },
+      }),
+    }),
+  ),
   explanation: obj({
     has_permission: { type: 'boolean' },
     granted_by: listOf(name),

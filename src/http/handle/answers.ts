@@ -18,7 +18,6 @@ import type { TenantId } from '../../authz/tenant.ts';
 /** Without `limit`, /api/changes answers in pages of this size (with next_cursor). */
 const MAX_CHANGES = 10_000;
 
-
 /** Reads a tenant's changelog after `since`, ascending, at most `limit` entries. */
 export type ChangelogReader = (tenant: TenantId, since: number, limit: number) => Promise<ChangeRecord[]>;
 
@@ -49,9 +48,10 @@ export class Answers {
     this.#changelog = changelog;
     this.#audit = audit;
     this.#metrics = metrics;
-    this.#serialize = Object.fromEntries(
-      Object.entries(dataSchemas).map(([k, schema]) => [k, fastJson(schema as object)]),
-    ) as Record<DataSchemaName, (v: unknown) => string>;
+    this.#serialize = Object.fromEntries(Object.entries(dataSchemas).map(([k, schema]) => [k, fastJson(schema as object)])) as Record<
+      DataSchemaName,
+      (v: unknown) => string
+    >;
   }
 
   /** Answers a read route from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */

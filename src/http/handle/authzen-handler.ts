@@ -19,7 +19,9 @@ export interface AuthzenParts extends Omit<ApiParts, 'answers'> {
 }
 
 /** A request read and checked up to its graph: the JSON object to answer, or the error to answer with. */
-type Prepared = { readonly value: object; readonly minRevision: number; readonly error?: undefined } | { readonly error: AppError; readonly close: boolean; readonly minRevision: number };
+type Prepared =
+  | { readonly value: object; readonly minRevision: number; readonly error?: undefined }
+  | { readonly error: AppError; readonly close: boolean; readonly minRevision: number };
 
 /**
  * The engine handlers of the AuthZEN routes (docs/authzen.md): authenticated as /api, then 413,
@@ -47,14 +49,18 @@ export class AuthzenHandler {
   #verifyThenServe(route: AuthzenRoute, series: number, res: EngineResponse, req: EngineRequest, header: string): void {
     const captured = new CapturedRequest(req, 0);
     // Kept past the data callback: the bytes are copied out of the engine's memory.
-    const body = new Promise<Collected>((resolve) => this.#p.body.collect(res, req, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)));
+    const body = new Promise<Collected>((resolve) =>
+      this.#p.body.collect(res, req, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)),
+    );
     let aborted = false;
     res.onAborted(() => {
       aborted = true;
     });
     const verified = this.#p.credentials.verify(header).then((principal) => {
       if (aborted) return;
-      res.cork(() => (principal === undefined ? this.#p.reply.unauthenticated(res, captured, series) : this.#serve(route, series, res, captured, principal, body)));
+      res.cork(() =>
+        principal === undefined ? this.#p.reply.unauthenticated(res, captured, series) : this.#serve(route, series, res, captured, principal, body),
+      );
     });
     this.#p.drain.track(verified.catch((err: unknown) => this.#p.reply.crashed(res, err)));
   }

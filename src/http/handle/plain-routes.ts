@@ -10,7 +10,10 @@ import { ROUTES } from '../api/routes.ts';
 
 /** The unauthenticated routes: liveness (/ping, /health), readiness, the build and the API's description. */
 export function registerPlainRoutes(routes: RouteTable, reply: Reply, backend: Backend, engine: EngineName, drain: Drain): void {
-  const fixedBody = (body: string): Handler => (res, req) => reply.send(reply.target(res, req, ''), 200, body, undefined);
+  const fixedBody =
+    (body: string): Handler =>
+    (res, req) =>
+      reply.send(reply.target(res, req, ''), 200, body, undefined);
   routes.on('GET', '/ping', (res, req) =>
     reply.send(reply.target(res, req, ''), 200, `{"message":"pong","status":"ok","timestamp":"${timestamp()}"}`, undefined),
   );

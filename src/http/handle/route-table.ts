@@ -38,17 +38,22 @@ export class RouteTable {
   finish(): void {
     for (const [pattern, methods] of this.#allowed) {
       const allow = [...methods, 'OPTIONS'].join(', ');
-      this.#app.otherMethods(pattern, this.#guard((res, req) => {
-        if (req.getMethod() === 'options') return this.#preflight(res, req, allow);
-        const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
-        this.#reply.send(this.#reply.target(res, req, '', apiSeries(req)), 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
-      }));
+      this.#app.otherMethods(
+        pattern,
+        this.#guard((res, req) => {
+          if (req.getMethod() === 'options') return this.#preflight(res, req, allow);
+          const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
+          this.#reply.send(this.#reply.target(res, req, '', apiSeries(req)), 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
+        }),
+      );
     }
-    this.#app.fallback(this.#guard((res, req) => {
-      if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, DELETE, OPTIONS');
-      const e = appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() });
-      this.#reply.error(this.#reply.target(res, req, '', apiSeries(req)), e, undefined);
-    }));
+    this.#app.fallback(
+      this.#guard((res, req) => {
+        if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, DELETE, OPTIONS');
+        const e = appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() });
+        this.#reply.error(this.#reply.target(res, req, '', apiSeries(req)), e, undefined);
+      }),
+    );
   }
 
   #guard(handler: Handler): Handler {
@@ -63,10 +68,18 @@ export class RouteTable {
     const t = this.#reply.target(res, req, '');
     const cors = this.#reply.cors;
     const allowed = t.origin !== '' && cors.allowOrigin(t.origin) !== undefined;
-    this.#reply.send(t, 204, '', undefined, allowed ? [
-      ['Access-Control-Allow-Methods', methods],
-      ['Access-Control-Allow-Headers', CORS_ALLOW_HEADERS],
-      ['Access-Control-Max-Age', '600'],
-    ] : undefined);
+    this.#reply.send(
+      t,
+      204,
+      '',
+      undefined,
+      allowed
+        ? [
+            ['Access-Control-Allow-Methods', methods],
+            ['Access-Control-Allow-Headers', CORS_ALLOW_HEADERS],
+            ['Access-Control-Max-Age', '600'],
+          ]
+        : undefined,
+    );
   }
 }

@@ -35,9 +35,7 @@ export class SlowPath {
   readonly #tokens: TokenIssuing;
   readonly #workflows: WorkflowAnswers;
 
-  constructor(
-    cache: TenantCache, backend: Backend, answers: Answers, reply: Reply, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers,
-  ) {
+  constructor(cache: TenantCache, backend: Backend, answers: Answers, reply: Reply, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers) {
     this.#cache = cache;
     this.#backend = backend;
     this.#answers = answers;
@@ -48,7 +46,15 @@ export class SlowPath {
   }
 
   /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
-  start(t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal): void {
+  start(
+    t: TenantTarget,
+    route: Route,
+    p: string[],
+    query: Query,
+    failure: AppError | undefined,
+    body: Promise<BodyResult> | undefined,
+    principal: Principal,
+  ): void {
     t.res.onAborted(() => {
       t.aborted = true;
     });
@@ -56,7 +62,13 @@ export class SlowPath {
   }
 
   async #answer(
-    t: TenantTarget, route: Route, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined, principal: Principal,
+    t: TenantTarget,
+    route: Route,
+    p: string[],
+    query: Query,
+    failure: AppError | undefined,
+    body: Promise<BodyResult> | undefined,
+    principal: Principal,
   ): Promise<void> {
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));

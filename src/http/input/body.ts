@@ -16,13 +16,17 @@ function isJsonContentType(header: string): boolean {
 }
 
 const ajv = new Ajv({ allErrors: false, strict: true });
-const validators = Object.fromEntries(
-  Object.entries(bodies).map(([k, schema]) => [k, ajv.compile(schema)]),
-) as Record<BodySchemaName, ValidateFunction>;
+const validators = Object.fromEntries(Object.entries(bodies).map(([k, schema]) => [k, ajv.compile(schema)])) as Record<BodySchemaName, ValidateFunction>;
 
 /** One readable sentence for the first ajv error, naming the field. */
 function describe(e: ErrorObject): string {
-  const field = e.instancePath === '' ? 'body' : e.instancePath.slice(1).replace(/\/(\d+)/g, '[$1]').replace(/\//g, '.');
+  const field =
+    e.instancePath === ''
+      ? 'body'
+      : e.instancePath
+          .slice(1)
+          .replace(/\/(\d+)/g, '[$1]')
+          .replace(/\//g, '.');
   const p = e.params as Record<string, unknown>;
   switch (e.keyword) {
     case 'additionalProperties':

@@ -10,9 +10,7 @@ export function successPrefix(status: number, message: string): string {
 
 /** Completes a success envelope after its prefix and serialised data. */
 export function successTail(nextCursor: string | undefined): string {
-  return nextCursor === undefined
-    ? `,"timestamp":"${timestamp()}"}`
-    : `,"next_cursor":${JSON.stringify(nextCursor)},"timestamp":"${timestamp()}"}`;
+  return nextCursor === undefined ? `,"timestamp":"${timestamp()}"}` : `,"next_cursor":${JSON.stringify(nextCursor)},"timestamp":"${timestamp()}"}`;
 }
 
 /** Extra headers some errors carry. */

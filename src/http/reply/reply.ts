@@ -115,7 +115,14 @@ export class Reply {
    * Writes a complete response. The caller corks when it is not inside the uWS handler's own
    * synchronous part (see {@link corked}).
    */
-  send(t: ReplyTarget, status: number, body: string | Uint8Array, revision: number | undefined, extra?: ReadonlyArray<readonly [string, string]>, closeConnection = false): void {
+  send(
+    t: ReplyTarget,
+    status: number,
+    body: string | Uint8Array,
+    revision: number | undefined,
+    extra?: ReadonlyArray<readonly [string, string]>,
+    closeConnection = false,
+  ): void {
     const res = t.res;
     if (t.audit !== undefined) t.audit.replied(status);
     const series = t.series ?? -1;

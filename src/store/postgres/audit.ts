@@ -24,8 +24,15 @@ const SQL = {
 export function auditColumns(rows: readonly AuditRecord[]): unknown[][] {
   const column = <T>(f: (r: AuditRecord) => T): T[] => rows.map(f);
   return [
-    column((r) => r.tenant), column((r) => r.at), column((r) => r.action), column((r) => r.resource), column((r) => r.status),
-    column((r) => r.revision ?? null), column((r) => r.credential), column((r) => r.requestId), column((r) => r.ip),
+    column((r) => r.tenant),
+    column((r) => r.at),
+    column((r) => r.action),
+    column((r) => r.resource),
+    column((r) => r.status),
+    column((r) => r.revision ?? null),
+    column((r) => r.credential),
+    column((r) => r.requestId),
+    column((r) => r.ip),
   ];
 }
 

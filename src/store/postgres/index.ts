@@ -27,7 +27,12 @@ export class PostgresStore extends ComposedStore {
 
   constructor(settings: PostgresSettings) {
     const connection = new Connection(settings);
-    super({ tenant: new PostgresTenants(connection), audit: new PostgresAudit(connection), workflow: new PostgresWorkflows(connection), meta: new PostgresMeta(connection) } satisfies StoreRoles);
+    super({
+      tenant: new PostgresTenants(connection),
+      audit: new PostgresAudit(connection),
+      workflow: new PostgresWorkflows(connection),
+      meta: new PostgresMeta(connection),
+    } satisfies StoreRoles);
     this.#connection = connection;
   }
 

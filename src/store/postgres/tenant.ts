@@ -246,5 +246,11 @@ async function applyChange(db: Db, id: string, change: Change): Promise<Applied>
 
 /** Rebuilds a change from its changelog row. */
 function changeOf(r: Row): Change {
-  return changeFromRow({ op: r.op, role: r.role, permission: r.permission, user: r.user, description: r.description instanceof Buffer ? r.description.toString('utf8') : '' });
+  return changeFromRow({
+    op: r.op,
+    role: r.role,
+    permission: r.permission,
+    user: r.user,
+    description: r.description instanceof Buffer ? r.description.toString('utf8') : '',
+  });
 }

@@ -124,10 +124,7 @@ const WF = {
      WHERE r.id = due.id AND sc.client_hash = r.client_hash AND sc.workflow = r.workflow AND sc.webhook_url IS NOT NULL
      RETURNING ${RUN_COLUMNS}, r.client_hash, r.webhook_id, sc.webhook_url, sc.webhook_secret`,
   ),
-  recordDelivery: wf(
-    'record_delivery',
-    'UPDATE workflow_runs SET delivery_status = $2, attempts = $3, last_status = $4, next_attempt_at = $5 WHERE id = $1',
-  ),
+  recordDelivery: wf('record_delivery', 'UPDATE workflow_runs SET delivery_status = $2, attempts = $3, last_status = $4, next_attempt_at = $5 WHERE id = $1'),
 } as const;
 
 /** A run reads every table at one snapshot, so the users it lists are those of the revision it names. */

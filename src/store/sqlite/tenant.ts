@@ -89,9 +89,9 @@ export class SqliteTenants implements TenantStore {
     const id = row.id;
     return {
       revision: Number(row.revision),
-      roles: (this.#stmt.roles.raw().all(id) as Array<[string, string]>),
-      grants: (this.#stmt.grants.raw().all(id) as Array<[string, string]>),
-      memberships: (this.#stmt.memberships.raw().all(id) as Array<[string, string]>),
+      roles: this.#stmt.roles.raw().all(id) as Array<[string, string]>,
+      grants: this.#stmt.grants.raw().all(id) as Array<[string, string]>,
+      memberships: this.#stmt.memberships.raw().all(id) as Array<[string, string]>,
     };
   }
 
@@ -188,13 +188,12 @@ function prepare(db: Database.Database) {
     deleteGrant: prepared(db, 'DELETE FROM grants WHERE client_id = ? AND role = ? AND permission = ?'),
     insertMember: prepared(db, 'INSERT OR IGNORE INTO memberships (client_id, role, user) VALUES (?, ?, ?)'),
     deleteMember: prepared(db, 'DELETE FROM memberships WHERE client_id = ? AND role = ? AND user = ?'),
-    changes: prepared(db,
+    changes: prepared(
+      db,
       `SELECT c.revision, c.op, c.role, c.permission, c.user, c.description, c.at FROM changelog c
        JOIN clients t ON t.id = c.client_id WHERE t.hash = ? AND c.revision > ? ORDER BY c.revision LIMIT ?`,
     ),
-    insertChange: prepared(db,
-      'INSERT INTO changelog (client_id, revision, op, role, permission, user, description, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    ),
+    insertChange: prepared(db, 'INSERT INTO changelog (client_id, revision, op, role, permission, user, description, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
   };
   return statements;
 }

@@ -180,11 +180,19 @@ function readRun(st: Statements, due: DueSchedule, nowMs: number): RunPlan | und
   const tenant = st.tenant.get(due.tenant) as Row | undefined;
   const revision = tenant === undefined ? 0 : Number(tenant.revision);
   const holdersRevision = schedule.holders_revision === null ? null : Number(schedule.holders_revision);
-  const { added, removed, count } = holdersRevision === revision
-    ? { added: [], removed: [], count: Number(schedule.holders_count) }
-    : diffHolders(st, due, tenant);
+  const { added, removed, count } =
+    holdersRevision === revision ? { added: [], removed: [], count: Number(schedule.holders_count) } : diffHolders(st, due, tenant);
   const hooked = Number(schedule.hooked) === 1;
-  return { nextRunAt: Number(schedule.next_run_at), holdersRevision, intervalSeconds: Number(schedule.interval_seconds), hooked, revision, added, removed, count };
+  return {
+    nextRunAt: Number(schedule.next_run_at),
+    holdersRevision,
+    intervalSeconds: Number(schedule.interval_seconds),
+    hooked,
+    revision,
+    added,
+    removed,
+    count,
+  };
 }
 
 /**
@@ -202,11 +210,31 @@ function writeRun(st: Statements, due: DueSchedule, plan: RunPlan, nowMs: number
   if (plan.removed.length > 0) st.dropHolders.run(due.tenant, due.workflow, removedJson);
   const runAt = timestampAt(nowMs);
   const delivery = deliveryOf(plan.hooked, webhookId, nowMs);
-  const values = [due.tenant, due.workflow, runAt, plan.revision, plan.count, addedJson, removedJson, delivery.status, delivery.webhookId, delivery.nextAttemptAt];
+  const values = [
+    due.tenant,
+    due.workflow,
+    runAt,
+    plan.revision,
+    plan.count,
+    addedJson,
+    removedJson,
+    delivery.status,
+    delivery.webhookId,
+    delivery.nextAttemptAt,
+  ];
   const id = Number((st.insertRun.get(...values) as Row).id);
   st.advance.run(runAt, nextRunAt(plan.nextRunAt, plan.intervalSeconds, nowMs), plan.revision, plan.count, due.tenant, due.workflow);
   const { revision, added, removed, count } = plan;
-  return { id, workflow: due.workflow, runAt, revision, usersCount: count, added, removed, delivery: { status: delivery.status, attempts: 0, lastStatus: null } };
+  return {
+    id,
+    workflow: due.workflow,
+    runAt,
+    revision,
+    usersCount: count,
+    added,
+    removed,
+    delivery: { status: delivery.status, attempts: 0, lastStatus: null },
+  };
 }
 
 /** Who holds the workflow now, diffed against `workflow_holders` (the users of the last run). */

@@ -80,7 +80,14 @@ export class ResilientStore extends PassingStore implements Store {
   }
 
   #call<T>(fn: () => Promise<T>): Promise<T> {
-    return withRetry(() => this.#guarded(fn), retryable, this.#retry, () => this.#breaker.state === 'open', this.#onRetry, this.#clock);
+    return withRetry(
+      () => this.#guarded(fn),
+      retryable,
+      this.#retry,
+      () => this.#breaker.state === 'open',
+      this.#onRetry,
+      this.#clock,
+    );
   }
 
   /**

@@ -48,7 +48,10 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
 
   test('an unreachable server is ERR_STORE_UNAVAILABLE', { skip }, async () => {
     const port = await freePort();
-    const store = openStore({ type: 'postgresql', postgresql: { url: `postgresql://postgres@127.0.0.1:${port}/x`, poolMax: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 } });
+    const store = openStore({
+      type: 'postgresql',
+      postgresql: { url: `postgresql://postgres@127.0.0.1:${port}/x`, poolMax: 1, connectTimeoutMs: 1000, statementTimeoutMs: 1000 },
+    });
     after(() => store.close());
     await assert.rejects(store.load(tenant()), expectTransient);
     await assert.rejects(writeOne(store, tenant(), { op: 'role.create', role: 'r', description: '' }), expectTransient);
@@ -65,7 +68,10 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
     assert.ok(Date.now() - started < 3000, 'gave up at the statement timeout');
     await admin.query('ROLLBACK');
     assert.equal((await writeOne(store, t, { op: 'permission.grant', role: 'r', permission: 'p' })).revision, 2);
-    assert.deepEqual((await store.changes(t, 0, 10)).map((r) => r.revision), [1, 2]);
+    assert.deepEqual(
+      (await store.changes(t, 0, 10)).map((r) => r.revision),
+      [1, 2],
+    );
   });
 
   test('connections the server terminates fail transiently at worst, and the store recovers', { skip }, async () => {

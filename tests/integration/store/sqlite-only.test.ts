@@ -36,10 +36,16 @@ describe('SQLite only', () => {
       { tenant: a, change: bad },
       { tenant: a, change: { op: 'permission.grant', role: 'r', permission: 'p' } },
     ]);
-    assert.deepEqual(settled.map((s) => s.ok && s.value.ok && s.value.revision), [1, false, 2]);
+    assert.deepEqual(
+      settled.map((s) => s.ok && s.value.ok && s.value.revision),
+      [1, false, 2],
+    );
     const failed = settled[1];
     assert.ok(failed !== undefined && !failed.ok && failed.error.code === 'ERR_INTERNAL', JSON.stringify(failed));
-    assert.deepEqual((await store.changes(a, 0, 10)).map((c) => c.change.op), ['role.create', 'permission.grant']);
+    assert.deepEqual(
+      (await store.changes(a, 0, 10)).map((c) => c.change.op),
+      ['role.create', 'permission.grant'],
+    );
     assert.deepEqual(await store.load(a), { revision: 2, roles: [['r', '']], grants: [['r', 'p']], memberships: [] });
   });
 });

@@ -46,10 +46,20 @@ const PERMS = ['read', 'doc:read', 'doc:d1:read', 'doc:d1:write', 'doc:d2:x:read
 const USERS = ['u1', 'u10', 'u2', 'U3', 'alice@example.com', 'bob', 'b', 'zed', 'carol|x', 'é', 'Ω-user'];
 
 const changeArb: fc.Arbitrary<Change> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('role.create' as const), role: fc.constantFrom(...ROLES), description: fc.constantFrom('', 'd', 'long description') }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant('role.create' as const),
+      role: fc.constantFrom(...ROLES),
+      description: fc.constantFrom('', 'd', 'long description'),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('role.delete' as const), role: fc.constantFrom(...ROLES) }) },
   { weight: 4, arbitrary: fc.record({ op: fc.constant('permission.grant' as const), role: fc.constantFrom(...ROLES), permission: fc.constantFrom(...PERMS) }) },
-  { weight: 2, arbitrary: fc.record({ op: fc.constant('permission.revoke' as const), role: fc.constantFrom(...ROLES), permission: fc.constantFrom(...PERMS) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ op: fc.constant('permission.revoke' as const), role: fc.constantFrom(...ROLES), permission: fc.constantFrom(...PERMS) }),
+  },
   { weight: 5, arbitrary: fc.record({ op: fc.constant('membership.add' as const), user: fc.constantFrom(...USERS), role: fc.constantFrom(...ROLES) }) },
   { weight: 3, arbitrary: fc.record({ op: fc.constant('membership.remove' as const), user: fc.constantFrom(...USERS), role: fc.constantFrom(...ROLES) }) },
 );
@@ -91,7 +101,8 @@ test('bulk churn past the compaction thresholds keeps every answer (buffers comp
       for (let i = (k + round) % 3; i < users.length; i += 1 + k) apply({ op: 'membership.add', user: users[i] as string, role });
     });
     for (let i = round % 5; i < users.length; i += 5) apply({ op: 'membership.remove', user: users[i] as string, role: ROLES[round % ROLES.length] as string });
-    for (let i = 0; i < perms.length; i += 3) apply({ op: 'permission.revoke', role: ROLES[(round + 1) % ROLES.length] as string, permission: perms[i] as string });
+    for (let i = 0; i < perms.length; i += 3)
+      apply({ op: 'permission.revoke', role: ROLES[(round + 1) % ROLES.length] as string, permission: perms[i] as string });
     assertSame(g, m, sample, ROLES, perms);
     for (const p of perms) assert.deepEqual(g.whichUsersCan(p), m.userNamesWith(p));
     apply({ op: 'role.delete', role: ROLES[round % ROLES.length] as string });
@@ -117,7 +128,12 @@ test('an adjacency patched, cleared and compacted at random equals plain sorted 
           set.clear();
         } else a.compact();
       }
-      model.forEach((set, node) => assert.deepEqual([...a.copyOf(node)], [...set].sort((x, y) => x - y)));
+      model.forEach((set, node) =>
+        assert.deepEqual(
+          [...a.copyOf(node)],
+          [...set].sort((x, y) => x - y),
+        ),
+      );
     }),
     { seed: 2202, numRuns: 60 },
   );

@@ -79,9 +79,19 @@ test('apply refuses stale and out-of-order revisions', () => {
 test('a snapshot builds the same graph as the changes that made it', () => {
   const g = TenantGraph.fromSnapshot({
     revision: 7,
-    roles: [['admin', 'A'], ['viewer', '']],
-    grants: [['admin', 'write'], ['viewer', 'read'], ['admin', 'read']],
-    memberships: [['alice', 'admin'], ['bob', 'viewer']],
+    roles: [
+      ['admin', 'A'],
+      ['viewer', ''],
+    ],
+    grants: [
+      ['admin', 'write'],
+      ['viewer', 'read'],
+      ['admin', 'read'],
+    ],
+    memberships: [
+      ['alice', 'admin'],
+      ['bob', 'viewer'],
+    ],
   });
   assert.equal(g.revision, 7);
   assert.deepEqual(g.userPermissions('alice'), ['read', 'write']);

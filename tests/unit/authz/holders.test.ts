@@ -9,7 +9,12 @@ import { sorted } from '../../helpers/rbac-model.ts';
 function expected(g: TenantGraph, users: readonly string[], perms: readonly string[]): { holders: Map<string, string[]>; docs: string[] } {
   const holders = new Map(perms.map((p) => [p, sorted(users.filter((u) => g.userPermissions(u).includes(p)))]));
   const granted = g.roles().flatMap((r) => g.rolePermissions(r) ?? []);
-  const docs = sorted(granted.filter((p) => p.startsWith('doc:') && p.indexOf(':') !== p.lastIndexOf(':')).map((p) => p.slice(4, p.lastIndexOf(':'))).filter((id) => id !== ''));
+  const docs = sorted(
+    granted
+      .filter((p) => p.startsWith('doc:') && p.indexOf(':') !== p.lastIndexOf(':'))
+      .map((p) => p.slice(4, p.lastIndexOf(':')))
+      .filter((id) => id !== ''),
+  );
   return { holders, docs };
 }
 
@@ -27,8 +32,10 @@ test('the holder and resource indexes equal a recomputation after every change o
       const role = pick(roles);
       if (x < 0.05) apply({ op: 'role.create', role, description: '' });
       else if (x < 0.08) apply({ op: 'role.delete', role });
-      else if (x < 0.1) for (const u of users) apply({ op: 'membership.add', user: u, role }); // one role gains many members
-      else if (x < 0.12) for (const p of perms) apply({ op: 'permission.grant', role, permission: p }); // and many permissions
+      else if (x < 0.1)
+        for (const u of users) apply({ op: 'membership.add', user: u, role }); // one role gains many members
+      else if (x < 0.12)
+        for (const p of perms) apply({ op: 'permission.grant', role, permission: p }); // and many permissions
       else if (x < 0.45) apply({ op: 'permission.grant', role, permission: pick(perms) });
       else if (x < 0.6) apply({ op: 'permission.revoke', role, permission: pick(perms) });
       else if (x < 0.85) apply({ op: 'membership.add', user: pick(users), role });

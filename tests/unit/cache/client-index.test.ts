@@ -70,7 +70,11 @@ test('before the index is loaded every tenant goes the normal way; after, an unk
 
 test('a first write heard as a change, a catch-up or a hydration makes the tenant known at once', async () => {
   const [viaChange, viaCatchUp, viaLoad, refused] = [randomTenant(), randomTenant(), randomTenant(), randomTenant()];
-  const stored = new Map([[viaChange, ONE_ROLE], [viaCatchUp, ONE_ROLE], [viaLoad, ONE_ROLE]]);
+  const stored = new Map([
+    [viaChange, ONE_ROLE],
+    [viaCatchUp, ONE_ROLE],
+    [viaLoad, ONE_ROLE],
+  ]);
   const { cache } = cacheOver(stored);
   cache.know([], true);
   await cache.apply(viaChange, { op: 'role.create', role: 'r', description: '' }, 1, noReplay);

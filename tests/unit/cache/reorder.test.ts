@@ -22,10 +22,12 @@ async function cacheAt1(gapWaitMs: number): Promise<{ cache: TenantCache; log: C
   return { cache, log, replays };
 }
 
-const replayFrom = (log: ChangeRecord[], replays: number[]) => async (since: number): Promise<ChangeRecord[]> => {
-  replays.push(since);
-  return log.filter((r) => r.revision > since);
-};
+const replayFrom =
+  (log: ChangeRecord[], replays: number[]) =>
+  async (since: number): Promise<ChangeRecord[]> => {
+    replays.push(since);
+    return log.filter((r) => r.revision > since);
+  };
 
 /** Whether `p` settled within `ms`. */
 async function settles(p: Promise<unknown>, ms: number): Promise<boolean> {

@@ -57,7 +57,7 @@ test('/proc/self/cgroup: the unified path and the v1 cpu hierarchy', () => {
   assert.deepEqual(cgroupPaths('garbage\n'), {});
 });
 
-test('cgroup v2: the unit\'s own cgroup and its ancestors count, the smallest limit wins', () => {
+test("cgroup v2: the unit's own cgroup and its ancestors count, the smallest limit wins", () => {
   const unit = '/sys/fs/cgroup/system.slice/rbac-gateway.service/cpu.max';
   const read = files({
     '/proc/self/cgroup': '0::/system.slice/rbac-gateway.service\n',
@@ -65,13 +65,23 @@ test('cgroup v2: the unit\'s own cgroup and its ancestors count, the smallest li
     '/sys/fs/cgroup/system.slice/cpu.max': 'max 100000\n',
   });
   assert.equal(cgroupCpuLimit(read), 3);
-  assert.equal(usableCpus(read, () => 16), 3);
-  assert.equal(usableCpus(read, () => 2), 2, 'fewer cores than the quota: the cores');
+  assert.equal(
+    usableCpus(read, () => 16),
+    3,
+  );
+  assert.equal(
+    usableCpus(read, () => 2),
+    2,
+    'fewer cores than the quota: the cores',
+  );
 });
 
 test('cgroup v2 inside a container (own namespace): /sys/fs/cgroup/cpu.max', () => {
   const read = files({ '/proc/self/cgroup': '0::/\n', '/sys/fs/cgroup/cpu.max': '150000 100000\n' });
-  assert.equal(usableCpus(read, () => 64), 2);
+  assert.equal(
+    usableCpus(read, () => 64),
+    2,
+  );
 });
 
 test('cgroup v2 present but unlimited: the v1 files are not consulted', () => {
@@ -81,7 +91,10 @@ test('cgroup v2 present but unlimited: the v1 files are not consulted', () => {
     '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '100000\n',
     '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n',
   });
-  assert.equal(usableCpus(read, () => 8), 8);
+  assert.equal(
+    usableCpus(read, () => 8),
+    8,
+  );
 });
 
 test('cgroup v1: read when there is no cpu.max, from the mount root when the path is not mounted', () => {
@@ -90,23 +103,44 @@ test('cgroup v1: read when there is no cpu.max, from the mount root when the pat
     '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '250000\n',
     '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n',
   });
-  assert.equal(usableCpus(read, () => 32), 3);
+  assert.equal(
+    usableCpus(read, () => 32),
+    3,
+  );
   const unlimited = files({ '/sys/fs/cgroup/cpu/cpu.cfs_quota_us': '-1\n', '/sys/fs/cgroup/cpu/cpu.cfs_period_us': '100000\n' });
-  assert.equal(usableCpus(unlimited, () => 32), 32);
+  assert.equal(
+    usableCpus(unlimited, () => 32),
+    32,
+  );
 });
 
 test('nothing readable, or a malformed quota: no limit, and never fewer than 1 CPU', () => {
-  assert.equal(usableCpus(files({}), () => 6), 6);
-  assert.equal(usableCpus(files({ '/sys/fs/cgroup/cpu.max': 'nonsense' }), () => 6), 6);
-  assert.equal(usableCpus(files({ '/sys/fs/cgroup/cpu.max': '1000 100000' }), () => 6), 1);
-  assert.equal(usableCpus(files({}), () => 0), 1);
+  assert.equal(
+    usableCpus(files({}), () => 6),
+    6,
+  );
+  assert.equal(
+    usableCpus(files({ '/sys/fs/cgroup/cpu.max': 'nonsense' }), () => 6),
+    6,
+  );
+  assert.equal(
+    usableCpus(files({ '/sys/fs/cgroup/cpu.max': '1000 100000' }), () => 6),
+    1,
+  );
+  assert.equal(
+    usableCpus(files({}), () => 0),
+    1,
+  );
 });
 
 test('never throws: a failing reader or CPU count is no limit / one CPU', () => {
   const throwing: ReadText = () => {
     throw new Error('EACCES');
   };
-  assert.equal(usableCpus(throwing, () => 4), 4);
+  assert.equal(
+    usableCpus(throwing, () => 4),
+    4,
+  );
   assert.equal(
     usableCpus(files({}), () => {
       throw new Error('no');

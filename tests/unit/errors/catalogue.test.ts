@@ -85,7 +85,11 @@ test('templates word the texts the wire carries today', () => {
     ],
     [appError('ERR_CONSISTENCY_REVISION_TIMEOUT', { revision: 7, waitMs: 1000 }), 503, 'revision 7 was not reached within 1000 ms'],
     [appError('ERR_STORE_CIRCUIT_OPEN', { retryAfterMs: 1200 }), 503, 'the database is unavailable (circuit open, next attempt in 2 s)'],
-    [appError('ERR_STORE_COMMIT_UNKNOWN', { what: 'write' }), 503, 'the connection to the database was lost while committing (write); the change may or may not be in'],
+    [
+      appError('ERR_STORE_COMMIT_UNKNOWN', { what: 'write' }),
+      503,
+      'the connection to the database was lost while committing (write); the change may or may not be in',
+    ],
     [appError('ERR_STORE_CONFLICT', { what: 'write', reason: 'deadlock' }), 503, 'the database aborted a concurrent transaction (write: deadlock)'],
   ];
   for (const [err, status, message] of cases) assert.deepEqual([err.status, err.message], [status, message], err.code);

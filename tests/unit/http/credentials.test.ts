@@ -39,13 +39,19 @@ test('isUuidV4 answers as the UUID v4 pattern; bearer as slice, lower-case and t
   const hex = fc.constantFrom(...'0123456789abcdefABCDEF4-89gG \u00e9');
   const uuidish = fc.array(hex, { minLength: 30, maxLength: 40 }).map((cs) => cs.join(''));
   const shaped = fc.uuid().map((u) => (Math.random() < 0.5 ? u.toUpperCase() : u));
-  fc.assert(fc.property(fc.oneof(uuidish, shaped, fc.string({ maxLength: 40 })), (s) => {
-    assert.equal(isUuidV4(s), UUID_V4.test(s), JSON.stringify(s));
-  }), { numRuns: 20_000 });
+  fc.assert(
+    fc.property(fc.oneof(uuidish, shaped, fc.string({ maxLength: 40 })), (s) => {
+      assert.equal(isUuidV4(s), UUID_V4.test(s), JSON.stringify(s));
+    }),
+    { numRuns: 20_000 },
+  );
   const scheme = fc.constantFrom('Bearer', 'bearer', 'BEARER', 'BeArEr', 'Basic', 'Bearer\t', 'Bearerx', 'bearer ', '');
   const rest = fc.array(fc.constantFrom('a', 'Z', '.', ' ', '\t', '\u00a0', '\n', 'x-1'), { maxLength: 8 }).map((cs) => cs.join(''));
-  fc.assert(fc.property(scheme, fc.constantFrom(' ', '  ', '\t', ''), rest, (s, gap, r) => {
-    const header = `${s}${gap}${r}`;
-    assert.equal(bearer(header), reference(header), JSON.stringify(header));
-  }), { numRuns: 20_000 });
+  fc.assert(
+    fc.property(scheme, fc.constantFrom(' ', '  ', '\t', ''), rest, (s, gap, r) => {
+      const header = `${s}${gap}${r}`;
+      assert.equal(bearer(header), reference(header), JSON.stringify(header));
+    }),
+    { numRuns: 20_000 },
+  );
 });

@@ -37,7 +37,10 @@ test('Redocly CLI, recommended rules: no error and no warning', (t) => {
     timeout: 60_000,
     env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
   });
-  const report = JSON.parse(r.stdout) as { totals: { errors: number; warnings: number }; problems: Array<{ ruleId: string; message: string; location?: Array<{ pointer: string }> }> };
+  const report = JSON.parse(r.stdout) as {
+    totals: { errors: number; warnings: number };
+    problems: Array<{ ruleId: string; message: string; location?: Array<{ pointer: string }> }>;
+  };
   const problems = report.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer ?? '?'}`);
   assert.deepEqual(problems, []);
   assert.deepEqual(report.totals, { ...report.totals, errors: 0, warnings: 0 });
@@ -56,7 +59,10 @@ test('servers, a license, and security: bearer on /api, none on the public route
 
 test('every query parameter and request header a route reads', () => {
   const names = (path: string, method = 'get'): string[] => (doc.paths[path]?.[method]?.parameters ?? []).map((p) => `${p.in}:${p.name}`);
-  assert.deepEqual(names('/api/changes').filter((n) => n.startsWith('query:')), ['query:since', 'query:limit', 'query:cursor']);
+  assert.deepEqual(
+    names('/api/changes').filter((n) => n.startsWith('query:')),
+    ['query:since', 'query:limit', 'query:cursor'],
+  );
   assert.ok(names('/ready').includes('query:strict'));
   for (const { path, method, op } of operations.filter((o) => o.path.startsWith('/api/'))) {
     const params = (op.parameters ?? []).map((p) => `${p.in}:${p.name}`);

@@ -16,14 +16,44 @@ function decoded(raw: string): string | undefined {
 // accepts, and decode it to the same name.
 test('a spelled name accepts and decodes exactly what decodeName does', () => {
   const spelled = new SpelledName();
-  const units = ['a', 'Z', '0', '_', '.', ':', '@', '+', '|', '-', '%', '%40', '%3A', '%3a', '%7C', '%25', '%2', '%zz', '%C3%A9', '%E2%82', '%20', '%00', '/', ' ', 'é', '\u0100'];
+  const units = [
+    'a',
+    'Z',
+    '0',
+    '_',
+    '.',
+    ':',
+    '@',
+    '+',
+    '|',
+    '-',
+    '%',
+    '%40',
+    '%3A',
+    '%3a',
+    '%7C',
+    '%25',
+    '%2',
+    '%zz',
+    '%C3%A9',
+    '%E2%82',
+    '%20',
+    '%00',
+    '/',
+    ' ',
+    'é',
+    '\u0100',
+  ];
   const raw = fc.array(fc.constantFrom(...units), { minLength: 0, maxLength: 50 }).map((xs) => xs.join(''));
-  fc.assert(fc.property(fc.oneof(raw, fc.string({ maxLength: 140 })), (s) => {
-    const want = decoded(s);
-    const ok = spelled.read(s);
-    assert.equal(ok, want !== undefined, JSON.stringify(s));
-    if (ok) assert.equal(spelled.text(), want);
-  }), { numRuns: 20_000 });
+  fc.assert(
+    fc.property(fc.oneof(raw, fc.string({ maxLength: 140 })), (s) => {
+      const want = decoded(s);
+      const ok = spelled.read(s);
+      assert.equal(ok, want !== undefined, JSON.stringify(s));
+      if (ok) assert.equal(spelled.text(), want);
+    }),
+    { numRuns: 20_000 },
+  );
 });
 
 test('a spelled name at the length limit, encoded or not', () => {

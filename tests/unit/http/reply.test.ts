@@ -67,5 +67,9 @@ test('HEAD answers carry the headers of a GET answer and no body', () => {
   reply().head(target(res), [['Cache-Control', 'public, max-age=300']]);
   assert.equal(res.status, '200 OK');
   assert.equal(res.body, '');
-  assert.deepEqual(res.headers.slice(0, 3), [['Content-Type', 'application/json'], ['X-Request-Id', 'r'], ['Cache-Control', 'public, max-age=300']]);
+  assert.deepEqual(res.headers.slice(0, 3), [
+    ['Content-Type', 'application/json'],
+    ['X-Request-Id', 'r'],
+    ['Cache-Control', 'public, max-age=300'],
+  ]);
 });

@@ -28,7 +28,10 @@ function captured(fn: () => void): Array<Record<string, unknown>> {
   }
   const text = chunks.join('');
   assert.ok(text === '' || text.endsWith('\n'), 'whole lines');
-  return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
+  return text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
 test('a line is {level, time, event, msg, …base, …fields}: the event of its message, which no field overrides', () => {
@@ -57,9 +60,17 @@ test('each level writes at and above the configured one; silent writes nothing',
     const lines = captured(() => {
       for (const l of LEVELS) log[l]('worker ready');
     });
-    assert.deepEqual(lines.map((l) => l.level), written, level);
+    assert.deepEqual(
+      lines.map((l) => l.level),
+      written,
+      level,
+    );
     assert.ok(lines.every((l) => l.event === 'worker.ready'));
-    assert.deepEqual(LEVELS.filter((l) => log.enabled(l)), written, `enabled() at ${level}`);
+    assert.deepEqual(
+      LEVELS.filter((l) => log.enabled(l)),
+      written,
+      `enabled() at ${level}`,
+    );
   }
 });
 
@@ -91,7 +102,9 @@ test('the catalogue: events named area.what in snake case, one message each, one
 
 /** Every .ts file under `dir`. */
 function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 interface LogCall {
@@ -144,8 +157,16 @@ test('every message logged in src/ is catalogued, and every catalogued one is lo
   const { calls, strings } = scanSource();
   assert.ok(calls.length >= 40, `the scan finds the log calls (${calls.length})`);
   const catalogued = new Set<string>(Object.values(LOG_EVENTS));
-  assert.deepEqual(calls.filter((c) => !catalogued.has(c.msg)).map((c) => `${c.where} '${c.msg}'`), [], 'not in src/log/events.ts');
-  assert.deepEqual([...catalogued].filter((m) => !strings.has(m)), [], 'catalogued but never logged');
+  assert.deepEqual(
+    calls.filter((c) => !catalogued.has(c.msg)).map((c) => `${c.where} '${c.msg}'`),
+    [],
+    'not in src/log/events.ts',
+  );
+  assert.deepEqual(
+    [...catalogued].filter((m) => !strings.has(m)),
+    [],
+    'catalogued but never logged',
+  );
 });
 
 test('docs/operations.md §8 lists every event with its message, and the level its call sites log it at', () => {

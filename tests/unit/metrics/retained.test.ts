@@ -28,14 +28,23 @@ test('an exited worker: counters and histograms add up series by series, gauges 
   const byName = new Map(both.map((m) => [m.name, m]));
   assert.equal(byName.has('rbac_cache_clients'), false);
   const requests = byName.get('rbac_http_requests_total')?.values.map((v) => [v.labels.status, v.value]);
-  assert.deepEqual(requests, [['200', 8], ['404', 1]]);
+  assert.deepEqual(requests, [
+    ['200', 8],
+    ['404', 1],
+  ]);
   const hydration = byName.get('rbac_hydration_duration_seconds')?.values.map((v) => [v.metricName, v.value]);
-  assert.deepEqual(hydration, [['rbac_hydration_duration_seconds_bucket', 6], ['rbac_hydration_duration_seconds_count', 6]]);
+  assert.deepEqual(hydration, [
+    ['rbac_hydration_duration_seconds_bucket', 6],
+    ['rbac_hydration_duration_seconds_count', 6],
+  ]);
   assert.deepEqual(first.find((m) => m.name === 'rbac_http_requests_total')?.values[0]?.value, 5, 'the inputs are not changed');
 });
 
 test("prom-client's *_total gauges get names the exposition format allows; nothing else is renamed", () => {
   const handles: MetricJson = { name: 'nodejs_active_handles_total', help: 'h', type: 'gauge', aggregator: 'sum', values: [{ value: 3, labels: {} }] };
   const renamed = withCompliantNames([handles, counter(1), gauge(2)]);
-  assert.deepEqual(renamed.map((m) => m.name), ['nodejs_active_handles_all', 'rbac_http_requests_total', 'rbac_cache_clients']);
+  assert.deepEqual(
+    renamed.map((m) => m.name),
+    ['nodejs_active_handles_all', 'rbac_http_requests_total', 'rbac_cache_clients'],
+  );
 });

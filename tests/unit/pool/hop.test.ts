@@ -36,7 +36,14 @@ function stores(t: TestContext): { settings: StoreSettings; pooled: PooledStore;
 }
 
 const audit = (tenant: TenantId, action: string): AuditRecord => ({
-  tenant, at: '2030-01-01T00:00:00.000000', action, resource: '/api/x', status: 201, credential: 'key:0123456789ab', requestId: 'r1', ip: '::1',
+  tenant,
+  at: '2030-01-01T00:00:00.000000',
+  action,
+  resource: '/api/x',
+  status: 201,
+  credential: 'key:0123456789ab',
+  requestId: 'r1',
+  ip: '::1',
 });
 
 test('a store call reaches the adapter in a thread with its arguments, and answers what the adapter answers', async (t) => {
@@ -49,10 +56,23 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
     { op: 'membership.add', role: 'ops', user: 'bob' },
     { op: 'membership.add', role: 'nobody', user: 'carol' },
   ];
-  const settled = await pooled.writeMany(changes.map((change) => ({ tenant, change, audit: { action: change.op, resource: '/api/x', status: 201, credential: 'key:0123456789ab', requestId: 'r', ip: '::1' } })));
-  assert.deepEqual(settled.map((s) => s.ok && (s.value.ok ? s.value.revision : s.value.error.code)), [1, 2, 3, 4, 'ERR_AUTHZ_ROLE_NOT_FOUND'], 'a refusal crosses as a value, not an error');
+  const settled = await pooled.writeMany(
+    changes.map((change) => ({
+      tenant,
+      change,
+      audit: { action: change.op, resource: '/api/x', status: 201, credential: 'key:0123456789ab', requestId: 'r', ip: '::1' },
+    })),
+  );
+  assert.deepEqual(
+    settled.map((s) => s.ok && (s.value.ok ? s.value.revision : s.value.error.code)),
+    [1, 2, 3, 4, 'ERR_AUTHZ_ROLE_NOT_FOUND'],
+    'a refusal crosses as a value, not an error',
+  );
   // Arguments: since 1, at most 2, of this tenant.
-  assert.deepEqual((await pooled.changes(tenant, 1, 2)).map((c) => c.revision), [2, 3]);
+  assert.deepEqual(
+    (await pooled.changes(tenant, 1, 2)).map((c) => c.revision),
+    [2, 3],
+  );
   assert.deepEqual(await pooled.changes(tenant, 1, 2), await direct.changes(tenant, 1, 2));
   assert.deepEqual(await pooled.load(tenant), await direct.load(tenant));
   assert.deepEqual(await pooled.revisions([tenant, randomTenant()]), [[tenant, 4]]);
@@ -61,7 +81,11 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
   assert.deepEqual(await pooled.audit(tenant, undefined, 2), await direct.audit(tenant, undefined, 2));
   assert.equal((await direct.audit(tenant, undefined, 10)).length, 5, 'four writes and the row appended, in the database');
 
-  await pooled.putSchedule({ tenant, workflow: 'deploy', intervalSeconds: 60, webhookUrl: null, webhookSecret: 'whsec_dGVzdA==' }, T0, audit(tenant, 'workflow.schedule'));
+  await pooled.putSchedule(
+    { tenant, workflow: 'deploy', intervalSeconds: 60, webhookUrl: null, webhookSecret: 'whsec_dGVzdA==' },
+    T0,
+    audit(tenant, 'workflow.schedule'),
+  );
   assert.deepEqual(await direct.schedules(tenant), await pooled.schedules(tenant));
   assert.equal(await pooled.takeLease('thread', T0, 1000), true);
   assert.equal(await direct.takeLease('other', T0, 1000), false, 'the lease taken in the thread is in the database');
@@ -87,7 +111,10 @@ test('a failure in the thread comes back as the catalogued AppError it was there
   // The thread refuses to open a plaintext database with a key: every call fails with that.
   const keyed = new PooledStore({ ...settings, encryptionKey: 'another key' }, 1);
   t.after(() => keyed.close());
-  const mismatch = await keyed.ping().then(() => undefined, (err: unknown) => err);
+  const mismatch = await keyed.ping().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   assert.ok(mismatch instanceof AppError, `an AppError: ${String(mismatch)}`);
   assert.deepEqual([mismatch.code, mismatch.status, mismatch.retryable], ['ERR_STORE_ENCRYPTION_MISMATCH', 500, false]);
   assert.match(mismatch.message, /holds plaintext data/);
@@ -96,7 +123,10 @@ test('a failure in the thread comes back as the catalogued AppError it was there
   const db = new Database(path);
   prepared(db, `DELETE FROM meta WHERE key = 'cursor_secret'`).run();
   db.close();
-  const missing = await pooled.cursorSecret().then(() => undefined, (err: unknown) => err);
+  const missing = await pooled.cursorSecret().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   assert.ok(missing instanceof AppError, `an AppError: ${String(missing)}`);
   assert.deepEqual([missing.code, missing.status, missing.message], ['ERR_INTERNAL', 500, 'cursor secret missing from meta']);
 });

@@ -21,23 +21,68 @@ function clock(): { now: () => number; advance: (ms: number) => void } {
 
 test('backoff doubles up to the cap and is jittered below it', () => {
   const p = { attempts: 5, baseMs: 50, maxMs: 300 };
-  assert.equal(backoffMs(p, 1, () => 0.999), 49);
-  assert.equal(backoffMs(p, 2, () => 0.999), 99);
-  assert.equal(backoffMs(p, 3, () => 0.999), 199);
-  assert.equal(backoffMs(p, 4, () => 0.999), 299);
-  assert.equal(backoffMs(p, 9, () => 0.999), 299);
-  assert.equal(backoffMs(p, 3, () => 0), 0);
+  assert.equal(
+    backoffMs(p, 1, () => 0.999),
+    49,
+  );
+  assert.equal(
+    backoffMs(p, 2, () => 0.999),
+    99,
+  );
+  assert.equal(
+    backoffMs(p, 3, () => 0.999),
+    199,
+  );
+  assert.equal(
+    backoffMs(p, 4, () => 0.999),
+    299,
+  );
+  assert.equal(
+    backoffMs(p, 9, () => 0.999),
+    299,
+  );
+  assert.equal(
+    backoffMs(p, 3, () => 0),
+    0,
+  );
 });
 
 test('withRetry retries only what it is told to, at most `attempts` times', async () => {
   let calls = 0;
-  await assert.rejects(withRetry(async () => { calls++; throw down(); }, () => true, FAST), /connection refused/);
+  await assert.rejects(
+    withRetry(
+      async () => {
+        calls++;
+        throw down();
+      },
+      () => true,
+      FAST,
+    ),
+    /connection refused/,
+  );
   assert.equal(calls, 3);
   calls = 0;
-  await assert.rejects(withRetry(async () => { calls++; throw new Error('bug'); }, () => false, FAST), /bug/);
+  await assert.rejects(
+    withRetry(
+      async () => {
+        calls++;
+        throw new Error('bug');
+      },
+      () => false,
+      FAST,
+    ),
+    /bug/,
+  );
   assert.equal(calls, 1);
   calls = 0;
-  assert.equal(await withRetry(async () => (++calls < 3 ? Promise.reject(down()) : 'ok'), () => true, FAST), 'ok');
+  assert.equal(
+    await withRetry(
+      async () => (++calls < 3 ? Promise.reject(down()) : 'ok'),
+      () => true,
+      FAST,
+    ),
+    'ok',
+  );
   assert.equal(calls, 3);
 });
 
@@ -185,7 +230,10 @@ test('ResilientStore.writeMany: writes that failed before committing are tried a
   const { store, seen } = scriptedBatches([(w) => (w.change.role === 'b' || w.change.role === 'd' ? failWith('ERR_STORE_UNAVAILABLE')() : ok(w)), ok]);
   const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST);
   const settled = await r.writeMany(batch('a', 'b', 'c', 'd'));
-  assert.deepEqual(seen, [['a', 'b', 'c', 'd'], ['b', 'd']]);
+  assert.deepEqual(seen, [
+    ['a', 'b', 'c', 'd'],
+    ['b', 'd'],
+  ]);
   assert.ok(settled.every((s) => s.ok));
 });
 

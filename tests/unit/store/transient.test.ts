@@ -8,10 +8,32 @@ import { isTransient } from '../../helpers/transient.ts';
 const raw = (code: string, message = 'boom'): Error => Object.assign(new Error(message), { code });
 
 test('connection failures, timeouts and server restarts are transient: unavailable', () => {
-  for (const code of ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', '08006', '08001', '08P01', '57P01', '57P03', '53300', '57014', '55P03', 'SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_LOCKED']) {
+  for (const code of [
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'EPIPE',
+    'ETIMEDOUT',
+    'ENOTFOUND',
+    '08006',
+    '08001',
+    '08P01',
+    '57P01',
+    '57P03',
+    '53300',
+    '57014',
+    '55P03',
+    'SQLITE_BUSY',
+    'SQLITE_BUSY_SNAPSHOT',
+    'SQLITE_LOCKED',
+  ]) {
     assert.equal(transience(raw(code)), 'unavailable', code);
   }
-  for (const message of ['Connection terminated unexpectedly', 'timeout exceeded when trying to connect', 'Query read timeout', 'Client has encountered a connection error and is not queryable']) {
+  for (const message of [
+    'Connection terminated unexpectedly',
+    'timeout exceeded when trying to connect',
+    'Query read timeout',
+    'Client has encountered a connection error and is not queryable',
+  ]) {
     assert.equal(transience(new Error(message)), 'unavailable', message);
   }
 });
@@ -48,7 +70,10 @@ test('storeFailure catalogues without leaking hosts or driver codes', () => {
 });
 
 test('a process shares AUTH_POSTGRESQL_POOL_MAX among its pool threads', () => {
-  const pg = (poolMax: number): StoreSettings => ({ type: 'postgresql', postgresql: { url: 'postgresql://h/db', poolMax, connectTimeoutMs: 1, statementTimeoutMs: 1 } });
+  const pg = (poolMax: number): StoreSettings => ({
+    type: 'postgresql',
+    postgresql: { url: 'postgresql://h/db', poolMax, connectTimeoutMs: 1, statementTimeoutMs: 1 },
+  });
   const plan = (poolMax: number, threads: number): number[] => {
     const p = planThreads(pg(poolMax), threads);
     return [p.threads, p.settings.type === 'postgresql' ? p.settings.postgresql.poolMax : -1, p.concurrency];

@@ -25,8 +25,7 @@ function manualStages() {
   const fanOuts: Array<Call<CommittedWrite, void>> = [];
   const schedules: ScheduleCall[] = [];
   const started: string[] = [];
-  const record = <I, O>(calls: Array<Call<I, O>>, batch: readonly I[]): Promise<O> =>
-    new Promise((settle, fail) => calls.push({ batch, settle, fail }));
+  const record = <I, O>(calls: Array<Call<I, O>>, batch: readonly I[]): Promise<O> => new Promise((settle, fail) => calls.push({ batch, settle, fail }));
   return {
     commits,
     fanOuts,
@@ -163,7 +162,10 @@ test('with several commit slots, a tenant in flight waits: its writes keep their
   void p.write(tenantId('t'), grant('r', 't2'));
   void p.write(tenantId('u'), grant('r', 'u1'));
   // t1 went alone at once; then t2 waits for t1's batch while u1 takes the next slot.
-  assert.deepEqual(commits.map((c) => names(c.batch)), [['t1'], ['u1']]);
+  assert.deepEqual(
+    commits.map((c) => names(c.batch)),
+    [['t1'], ['u1']],
+  );
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
   assert.deepEqual(names(commits[2]?.batch ?? []), ['t2']);
@@ -177,13 +179,29 @@ test('batches are cut at maxBatch', async () => {
   await flush();
   commits[1]?.settle(committedAll(commits[1].batch));
   await flush();
-  assert.deepEqual(commits.map((c) => names(c.batch)), [['a'], ['b', 'c'], ['d', 'e']]);
+  assert.deepEqual(
+    commits.map((c) => names(c.batch)),
+    [['a'], ['b', 'c'], ['d', 'e']],
+  );
 });
 
 const auditOf = (tenant: TenantId, action: string): AuditRecord => ({
-  tenant, at: '2026-01-01T00:00:00.000000', action, resource: '/api/workflow/schedule/daily', status: 201, credential: 'key:abc', requestId: 'r1', ip: '127.0.0.1',
+  tenant,
+  at: '2026-01-01T00:00:00.000000',
+  action,
+  resource: '/api/workflow/schedule/daily',
+  status: 201,
+  credential: 'key:abc',
+  requestId: 'r1',
+  ip: '127.0.0.1',
 });
-const scheduleOf = (tenant: TenantId, workflow: string): ScheduleInput => ({ tenant, workflow, intervalSeconds: 60, webhookUrl: null, webhookSecret: 'whsec_x' });
+const scheduleOf = (tenant: TenantId, workflow: string): ScheduleInput => ({
+  tenant,
+  workflow,
+  intervalSeconds: 60,
+  webhookUrl: null,
+  webhookSecret: 'whsec_x',
+});
 
 test('a schedule change is made by the commit stage with its arguments and answers what the store answered; nothing is fanned out', async () => {
   const { schedules, fanOuts, stages } = manualStages();

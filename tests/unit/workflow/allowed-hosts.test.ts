@@ -25,7 +25,20 @@ test('the list is comma-separated, trimmed, case-folded, with optional ports and
 });
 
 test('entries that are no host are set aside and allow nothing', () => {
-  const bad = ['http://a.example', 'a b', 'a.example:0', 'a.example:65536', '*', '*.example.com', 'user@a.example', '[zz]', '::1', 'a.example:80:80', 'a.example/path', 'a.example:'];
+  const bad = [
+    'http://a.example',
+    'a b',
+    'a.example:0',
+    'a.example:65536',
+    '*',
+    '*.example.com',
+    'user@a.example',
+    '[zz]',
+    '::1',
+    'a.example:80:80',
+    'a.example/path',
+    'a.example:',
+  ];
   const hosts = WebhookHosts.parse(bad.join(','));
   assert.deepEqual(hosts.entries, []);
   assert.deepEqual(hosts.rejected, bad);
@@ -45,10 +58,27 @@ test('no list, an empty one or only commas refuses every webhook, saying so', ()
 
 test('an entry without a port allows any port; one with a port allows exactly it (defaults included)', () => {
   const hosts = WebhookHosts.parse('a.example,b.example:443,c.example:80,d.example:8080');
-  for (const url of ['http://a.example/', 'http://a.example:8080/', 'https://a.example:1/', 'https://b.example/', 'https://b.example:443/x', 'http://c.example/', 'http://c.example:80/', 'http://d.example:8080/']) {
+  for (const url of [
+    'http://a.example/',
+    'http://a.example:8080/',
+    'https://a.example:1/',
+    'https://b.example/',
+    'https://b.example:443/x',
+    'http://c.example/',
+    'http://c.example:80/',
+    'http://d.example:8080/',
+  ]) {
     assert.equal(hosts.check(url).ok, true, url);
   }
-  for (const url of ['http://b.example/', 'https://b.example:8443/', 'https://c.example/', 'http://c.example:8080/', 'http://d.example/', 'https://d.example/', 'http://e.example/']) {
+  for (const url of [
+    'http://b.example/',
+    'https://b.example:8443/',
+    'https://c.example/',
+    'http://c.example:8080/',
+    'http://d.example/',
+    'https://d.example/',
+    'http://e.example/',
+  ]) {
     assert.match(reasonOf(hosts.check(url)), /^webhook_url must be on a host listed in AUTH_WEBHOOK_ALLOWED_HOSTS$/, url);
   }
 });

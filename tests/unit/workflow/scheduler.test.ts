@@ -58,7 +58,10 @@ const delivered = (job: DeliveryJob): Promise<DeliveryUpdate> =>
 /** A scheduler named `owner` on `clock`, with what it reports and logs. */
 function scheduler(store: SchedulerStore, clock: ManualClock, owner: string, deliver = delivered) {
   const seen = { ran: [] as boolean[], leading: [] as boolean[], delivered: [] as DeliveryUpdate[], logged: [] as string[] };
-  const record = (level: string) => (msg: string): void => void seen.logged.push(`${level} ${msg}`);
+  const record =
+    (level: string) =>
+    (msg: string): void =>
+      void seen.logged.push(`${level} ${msg}`);
   const log: Logger = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error'), enabled: () => true };
   let ids = 0;
   const s = new Scheduler({
@@ -76,7 +79,14 @@ function scheduler(store: SchedulerStore, clock: ManualClock, owner: string, del
 }
 
 const auditRow = (t: TenantId): AuditRecord => ({
-  tenant: t, at: '2030-01-01T00:00:00.000000', action: 'workflow.schedule', resource: '/api/workflow/schedule/deploy', status: 201, credential: 'key:0123456789ab', requestId: 'r1', ip: '::1',
+  tenant: t,
+  at: '2030-01-01T00:00:00.000000',
+  action: 'workflow.schedule',
+  resource: '/api/workflow/schedule/deploy',
+  status: 201,
+  credential: 'key:0123456789ab',
+  requestId: 'r1',
+  ip: '::1',
 });
 
 /** A client with alice holding `deploy`, and a schedule of it due at `dueMs`. */
@@ -113,7 +123,10 @@ test('a due schedule runs at the first tick after it is due, then once per inter
   assert.equal((await runsOf(store, tenant)).length, 1, 'not again before the interval');
   await clock.advance(1);
   const runs = await runsOf(store, tenant);
-  assert.deepEqual(runs.map((r) => r.runAt), [timestampAt(T0 + MINUTE), timestampAt(T0 + TICK_MS)]);
+  assert.deepEqual(
+    runs.map((r) => r.runAt),
+    [timestampAt(T0 + MINUTE), timestampAt(T0 + TICK_MS)],
+  );
   assert.deepEqual([runs[0]?.added, runs[0]?.removed], [[], []], 'nothing changed since');
   assert.deepEqual(seen.ran, [true, true]);
   assert.deepEqual(seen.leading, [true]);
@@ -167,7 +180,11 @@ test('missed time: a schedule overdue by many intervals runs once, then on its i
   const started = clock.now();
   s.start();
   await clock.advance(TICK_MS);
-  assert.deepEqual((await runsOf(store, tenant)).map((r) => r.runAt), [timestampAt(started + TICK_MS)], 'ten missed runs are one run');
+  assert.deepEqual(
+    (await runsOf(store, tenant)).map((r) => r.runAt),
+    [timestampAt(started + TICK_MS)],
+    'ten missed runs are one run',
+  );
   await clock.advanceTo(T0 + 11 * MINUTE - 1);
   assert.equal((await runsOf(store, tenant)).length, 1, 'the next run is on the grid of the due time, not an interval after the late run');
   await clock.advance(1);
@@ -198,9 +215,15 @@ test('deliveries: a run with a webhook is claimed and delivered with its webhook
   });
   s.start();
   await clock.advance(TICK_MS);
-  assert.deepEqual(jobs.map((j) => [j.webhookId, j.webhookUrl, j.tenant]), [['msg_a_1', 'https://hooks.example.com/rbac', tenant]]);
+  assert.deepEqual(
+    jobs.map((j) => [j.webhookId, j.webhookUrl, j.tenant]),
+    [['msg_a_1', 'https://hooks.example.com/rbac', tenant]],
+  );
   assert.deepEqual((await runsOf(store, tenant))[0]?.delivery, { status: 'delivered', attempts: 1, lastStatus: 204 });
-  assert.deepEqual(seen.delivered.map((u) => u.status), ['delivered']);
+  assert.deepEqual(
+    seen.delivered.map((u) => u.status),
+    ['delivered'],
+  );
 });
 
 test('stop: no tick after it, a delivery in flight gets a 2 s grace on the clock, and the lease is given up at once', async (t) => {

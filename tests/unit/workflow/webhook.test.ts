@@ -206,7 +206,12 @@ test('a host not (or no longer) allowed: not delivered, and no connection is mad
   const target = targetFor(r.port);
   const then = WebhookHosts.parse(`127.0.0.1:${r.port}`);
   assert.equal(then.check(target.url).ok, true);
-  for (const now of [WebhookHosts.parse(`127.0.0.1:${r.port + 1}`), WebhookHosts.parse('hooks.example.com'), WebhookHosts.parse(undefined), WebhookHosts.parse('localhost')]) {
+  for (const now of [
+    WebhookHosts.parse(`127.0.0.1:${r.port + 1}`),
+    WebhookHosts.parse('hooks.example.com'),
+    WebhookHosts.parse(undefined),
+    WebhookHosts.parse('localhost'),
+  ]) {
     const result = await deliverOnce(target, now);
     assert.deepEqual([result.delivered, result.status], [false, null]);
     assert.match(result.reason ?? '', /AUTH_WEBHOOK_ALLOWED_HOSTS/);
@@ -290,14 +295,32 @@ test('afterAttempt: retries after 1 s, 5 s and 25 s, then fails', () => {
   const failed = { delivered: false, status: 503 };
   assert.deepEqual(afterAttempt(jobAfter(0), failed, now), { runId: 7, status: 'pending', attempts: 1, lastStatus: 503, nextAttemptAtMs: now + 1_000 });
   assert.deepEqual(afterAttempt(jobAfter(1), failed, now), { runId: 7, status: 'pending', attempts: 2, lastStatus: 503, nextAttemptAtMs: now + 5_000 });
-  assert.deepEqual(afterAttempt(jobAfter(2), { delivered: false, status: null }, now), { runId: 7, status: 'pending', attempts: 3, lastStatus: null, nextAttemptAtMs: now + 25_000 });
-  assert.deepEqual(afterAttempt(jobAfter(3, 503), { delivered: false, status: null }, now), { runId: 7, status: 'failed', attempts: 4, lastStatus: null, nextAttemptAtMs: null });
+  assert.deepEqual(afterAttempt(jobAfter(2), { delivered: false, status: null }, now), {
+    runId: 7,
+    status: 'pending',
+    attempts: 3,
+    lastStatus: null,
+    nextAttemptAtMs: now + 25_000,
+  });
+  assert.deepEqual(afterAttempt(jobAfter(3, 503), { delivered: false, status: null }, now), {
+    runId: 7,
+    status: 'failed',
+    attempts: 4,
+    lastStatus: null,
+    nextAttemptAtMs: null,
+  });
   assert.equal(afterAttempt(jobAfter(9), failed, now).status, 'failed');
 });
 
 test('afterAttempt: a delivery on any attempt is final', () => {
   for (const attempts of [0, 1, 3]) {
-    assert.deepEqual(afterAttempt(jobAfter(attempts, 500), { delivered: true, status: 202 }, 5), { runId: 7, status: 'delivered', attempts: attempts + 1, lastStatus: 202, nextAttemptAtMs: null });
+    assert.deepEqual(afterAttempt(jobAfter(attempts, 500), { delivered: true, status: 202 }, 5), {
+      runId: 7,
+      status: 'delivered',
+      attempts: attempts + 1,
+      lastStatus: 202,
+      nextAttemptAtMs: null,
+    });
   }
 });
 

@@ -15,7 +15,17 @@ import { NO_REQUEST_METRICS } from '../../../../src/metrics/requests.ts';
 import { generate, probes } from '../../../lib/dataset.ts';
 import type { MicroTask } from '../../run.ts';
 
-const ds = generate({ users: 33_334, roles: 100, permissions: 1_000, rolesPerUser: 3, grantsPerRole: [10, 50], clients: 1, hotHolders: 0, pareto: 1.2, seed: 42 });
+const ds = generate({
+  users: 33_334,
+  roles: 100,
+  permissions: 1_000,
+  rolesPerUser: 3,
+  grantsPerRole: [10, 50],
+  clients: 1,
+  hotHolders: 0,
+  pareto: 1.2,
+  seed: 42,
+});
 const key = randomUUID();
 const tenant = tenantOfKey(key);
 

@@ -2,7 +2,18 @@ import cluster from 'node:cluster';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import { appError } from '../../../errors/index.ts';
-import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, NOT_HTTP, REQUEST_TIMEOUT_MS, Refusals, TOO_SLOW, URL_TOO_LONG, type Refusal } from '../limits.ts';
+import {
+  HEAD_TOO_LARGE,
+  LENGTH_CONFLICT,
+  MAX_HEAD_BYTES,
+  MAX_URL_BYTES,
+  NOT_HTTP,
+  REQUEST_TIMEOUT_MS,
+  Refusals,
+  TOO_SLOW,
+  URL_TOO_LONG,
+  type Refusal,
+} from '../limits.ts';
 import type { EngineApp, Listener } from '../port.ts';
 import { lowerMethod, NodeRequest, NodeResponse, queryValue } from './exchange.ts';
 import { rawHeadProblem, RawRequest, RawResponse, readRawHead } from './raw-request.ts';
@@ -45,7 +56,8 @@ export function nodeApp(): EngineApp {
     const head = err.code === 'HPE_INVALID_URL' ? readRawHead(err.rawPacket) : undefined;
     const problem = head === undefined ? undefined : rawHeadProblem(head);
     const match = head === undefined || problem !== undefined ? undefined : router.find(head.method, head.path);
-    if (head === undefined || match === undefined || !socket.writable) return answerClientError(refusals, err, socket, problem, head?.headers.get('x-request-id'));
+    if (head === undefined || match === undefined || !socket.writable)
+      return answerClientError(refusals, err, socket, problem, head?.headers.get('x-request-id'));
     match.handler(new RawResponse(socket, head.body), new RawRequest(head, match.params, queryValue));
   });
   return {

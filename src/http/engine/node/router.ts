@@ -54,7 +54,10 @@ export class Router {
   }
 
   #entry(pattern: string): Entry {
-    const segments = pattern.split('/').slice(1).map((s) => (/^\{\w+\}$/.test(s) ? null : s));
+    const segments = pattern
+      .split('/')
+      .slice(1)
+      .map((s) => (/^\{\w+\}$/.test(s) ? null : s));
     const list = this.#bySize.get(segments.length) ?? [];
     let entry = list.find((e) => e.segments.join('/') === segments.join('/'));
     if (entry === undefined) {

@@ -1,7 +1,17 @@
 import type * as Uws from 'uWebSockets.js';
 import type { EngineResponse, Handler, WireText } from '../port.ts';
 import { HeadResponse } from './head-response.ts';
-import { HEAD_TOO_LARGE, LENGTH_CONFLICT, MAX_HEAD_BYTES, MAX_URL_BYTES, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG, type Refusal, type Refusals } from '../limits.ts';
+import {
+  HEAD_TOO_LARGE,
+  LENGTH_CONFLICT,
+  MAX_HEAD_BYTES,
+  MAX_URL_BYTES,
+  REQUEST_TIMEOUT_MS,
+  TOO_SLOW,
+  URL_TOO_LONG,
+  type Refusal,
+  type Refusals,
+} from '../limits.ts';
 
 /*
  * What uWS does by itself, and what is left to this file. Its parser refuses, before any handler
@@ -66,7 +76,12 @@ export class BodyDeadlines {
 }
 
 /** The handler with the transport checks of its head in front, and what its method needs. */
-export function guarded(handler: Handler, exposure: Exposure, refusals: Refusals, deadlines: BodyDeadlines): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
+export function guarded(
+  handler: Handler,
+  exposure: Exposure,
+  refusals: Refusals,
+  deadlines: BodyDeadlines,
+): (res: Uws.HttpResponse, req: Uws.HttpRequest) => void {
   return (res, req) => {
     const problem = headProblem(req);
     const head = exposure === 'head' || (exposure === 'any' && req.getMethod() === 'head');

@@ -30,6 +30,9 @@ export function whyNotNative(thrown: string | undefined, said: readonly string[]
   if (file !== undefined && /cannot find module|no such file|not found/i.test(text)) {
     return `uWebSockets.js has no native build for ${thisNode()}: ${file} is not in the package`;
   }
-  const first = text.split('\n').map((l) => l.trim()).find((l) => l !== '' && !/supports only|not compatible|^Error:$/i.test(l));
+  const first = text
+    .split('\n')
+    .map((l) => l.trim())
+    .find((l) => l !== '' && !/supports only|not compatible|^Error:$/i.test(l));
   return `uWebSockets.js has no native build that loads on ${thisNode()}${first === undefined ? '' : `: ${first}`}`;
 }

@@ -30,7 +30,14 @@ const cipher = new FieldCipher(KEY);
 
 /** The audit part of a write, as the HTTP layer hands it to the store. */
 function auditOf(change: Change, resource: string, status = 201): AuditOfWrite {
-  return { action: change.op, resource, status, credential: `key:${randomBytes(6).toString('hex')}`, requestId: randomBytes(8).toString('hex'), ip: '127.0.0.1' };
+  return {
+    action: change.op,
+    resource,
+    status,
+    credential: `key:${randomBytes(6).toString('hex')}`,
+    requestId: randomBytes(8).toString('hex'),
+    ip: '127.0.0.1',
+  };
 }
 
 /** A row recorded apart from a write (a failed request, a read). */
@@ -50,7 +57,10 @@ export function auditCases(topic: StoreTopic): void {
     ];
     const audits = changes.map((c, i) => auditOf(c, `/api/path/${i}`, i === 0 ? 201 : 200));
     const settled = await topic.store.writeMany(changes.map((change, i) => ({ tenant: t, change, audit: audits[i] })));
-    assert.deepEqual(settled.map((s) => s.ok && s.value.ok && s.value.revision), [1, 2, 3]);
+    assert.deepEqual(
+      settled.map((s) => s.ok && s.value.ok && s.value.revision),
+      [1, 2, 3],
+    );
     const log = await topic.store.changes(t, 0, 10);
     const entries = await topic.store.audit(t, undefined, 10);
     assert.equal(entries.length, 3);
@@ -84,7 +94,10 @@ export function auditCases(topic: StoreTopic): void {
     const [failed] = await topic.store.writeMany([{ tenant: t, change: grant, audit: broken }]);
     assert.ok(failed !== undefined && !failed.ok, `the write fails: ${JSON.stringify(failed)}`);
     assert.equal(await topic.store.revision(t), 1);
-    assert.deepEqual((await topic.store.changes(t, 0, 10)).map((c) => c.revision), [1]);
+    assert.deepEqual(
+      (await topic.store.changes(t, 0, 10)).map((c) => c.revision),
+      [1],
+    );
     assert.deepEqual((await topic.store.load(t)).grants, []);
     assert.deepEqual(await topic.store.audit(t, undefined, 10), []);
   });
@@ -97,7 +110,11 @@ export function auditCases(topic: StoreTopic): void {
     await topic.store.appendAudit([]);
     await topic.store.appendAudit(rows.slice(3));
     const all = await topic.store.audit(t, undefined, 100);
-    assert.deepEqual(all.map(({ id: _, ...r }) => r), [...rows].reverse(), 'every field back, no revision, newest first');
+    assert.deepEqual(
+      all.map(({ id: _, ...r }) => r),
+      [...rows].reverse(),
+      'every field back, no revision, newest first',
+    );
     for (const e of all) assert.equal('revision' in e, false, 'revision is absent, not null');
     const pages: string[][] = [];
     let cursor: AuditPosition | undefined;
@@ -109,7 +126,10 @@ export function auditCases(topic: StoreTopic): void {
       cursor = { at: last.at, id: last.id };
     }
     assert.deepEqual(pages, [['/api/role/r4', '/api/role/r3'], ['/api/role/r2', '/api/role/r1'], ['/api/role/r0']]);
-    assert.deepEqual((await topic.store.audit(other, undefined, 100)).map((e) => e.resource), ['/api/role/x']);
+    assert.deepEqual(
+      (await topic.store.audit(other, undefined, 100)).map((e) => e.resource),
+      ['/api/role/x'],
+    );
     assert.equal(await topic.store.revision(t), 0, 'audit rows create no client');
   });
 
@@ -121,11 +141,18 @@ export function auditCases(topic: StoreTopic): void {
     await topic.store.appendAudit([row(t, early, '/api/role/b')]);
     await topic.store.appendAudit([row(t, late, '/api/role/c')]);
     const all = await topic.store.audit(t, undefined, 10);
-    assert.deepEqual(all.map((e) => e.resource), ['/api/role/c', '/api/role/a', '/api/role/b']);
+    assert.deepEqual(
+      all.map((e) => e.resource),
+      ['/api/role/c', '/api/role/a', '/api/role/b'],
+    );
     const first = all[0];
     assert.ok(first !== undefined);
     const rest = await topic.store.audit(t, { at: first.at, id: first.id }, 10);
-    assert.deepEqual(rest.map((e) => e.resource), ['/api/role/a', '/api/role/b'], 'the keyset goes on after (at, id)');
+    assert.deepEqual(
+      rest.map((e) => e.resource),
+      ['/api/role/a', '/api/role/b'],
+      'the keyset goes on after (at, id)',
+    );
   });
 
   it('pruneAudit deletes only rows older than the cut, at most `limit` per call', async () => {
@@ -134,10 +161,17 @@ export function auditCases(topic: StoreTopic): void {
     const cut = '2000-01-01T00:00:00.000000';
     await topic.store.appendAudit([...old.map((at, i) => row(t, at, `/old/${i}`)), row(t, cut, '/at-the-cut'), row(t, '2000-01-01T00:00:00.000001', '/new')]);
     assert.equal(await topic.store.pruneAudit(cut, 2), 2);
-    assert.deepEqual((await topic.store.audit(t, undefined, 10)).map((e) => e.resource), ['/new', '/at-the-cut', '/old/2'], 'the oldest went first');
+    assert.deepEqual(
+      (await topic.store.audit(t, undefined, 10)).map((e) => e.resource),
+      ['/new', '/at-the-cut', '/old/2'],
+      'the oldest went first',
+    );
     assert.equal(await topic.store.pruneAudit(cut, 2), 1);
     assert.equal(await topic.store.pruneAudit(cut, 2), 0);
-    assert.deepEqual((await topic.store.audit(t, undefined, 10)).map((e) => e.resource), ['/new', '/at-the-cut']);
+    assert.deepEqual(
+      (await topic.store.audit(t, undefined, 10)).map((e) => e.resource),
+      ['/new', '/at-the-cut'],
+    );
   });
 
   it('claimEncryption: a new database takes the first mark and keeps it; one holding data and no mark is plaintext', async () => {
@@ -207,12 +241,30 @@ export function auditCases(topic: StoreTopic): void {
     const snap = await enc.load(t);
     const sorted = <T extends readonly string[]>(xs: readonly T[]): T[] => [...xs].sort((a, b) => (a.join('\0') < b.join('\0') ? -1 : 1));
     assert.equal(snap.revision, script.length);
-    assert.deepEqual(sorted(snap.roles), sorted([['Administrators', mine.desc], [mine.role, 'Administrators of nothing']]));
+    assert.deepEqual(
+      sorted(snap.roles),
+      sorted([
+        ['Administrators', mine.desc],
+        [mine.role, 'Administrators of nothing'],
+      ]),
+    );
     assert.deepEqual(sorted(snap.grants), [['Administrators', 'read']]);
-    assert.deepEqual(sorted(snap.memberships), sorted([['alice', 'Administrators'], ['alice@example.com', 'Administrators']]));
-    assert.deepEqual((await enc.changes(t, 0, 100)).map((r) => r.change), script);
+    assert.deepEqual(
+      sorted(snap.memberships),
+      sorted([
+        ['alice', 'Administrators'],
+        ['alice@example.com', 'Administrators'],
+      ]),
+    );
+    assert.deepEqual(
+      (await enc.changes(t, 0, 100)).map((r) => r.change),
+      script,
+    );
     const trail = await enc.audit(t, undefined, 100);
-    assert.deepEqual(trail.map((e) => e.resource), [`/api/role/${mine.role}/Administrators`, ...script.map(resourceOf).reverse()]);
+    assert.deepEqual(
+      trail.map((e) => e.resource),
+      [`/api/role/${mine.role}/Administrators`, ...script.map(resourceOf).reverse()],
+    );
 
     const cells = await rawCells(backend, settings);
     for (const table of ['roles', 'grants', 'memberships', 'changelog', 'audit']) assert.ok((cells.get(table)?.length ?? 0) > 0, `${table} holds rows`);
@@ -223,7 +275,11 @@ export function auditCases(topic: StoreTopic): void {
         assert.equal(hit, undefined, `table ${table} holds '${name}' in plaintext: ${hit}`);
       }
     }
-    const where = (stored: string): string[] => [...cells].filter(([, values]) => values.includes(stored)).map(([table]) => table).sort();
+    const where = (stored: string): string[] =>
+      [...cells]
+        .filter(([, values]) => values.includes(stored))
+        .map(([table]) => table)
+        .sort();
     assert.deepEqual(where(VECTORS[0]?.[1] ?? ''), ['changelog', 'memberships'], 'alice');
     assert.deepEqual(where(VECTORS[1]?.[1] ?? ''), ['changelog', 'grants'], 'read');
     assert.deepEqual(where(VECTORS[2]?.[1] ?? ''), ['changelog', 'grants', 'memberships', 'roles'], 'Administrators');

@@ -24,7 +24,7 @@ export function createdCases(topic: StoreTopic): void {
     const first = await topic.store.tenantsSince(undefined);
     assert.deepEqual(new Set(first.tenants), new Set([a, b]));
     const again = await topic.store.tenantsSince(empty.cursor);
-    assert.deepEqual(new Set(again.tenants), new Set([a, b]), 'from the empty database\'s cursor: both');
+    assert.deepEqual(new Set(again.tenants), new Set([a, b]), "from the empty database's cursor: both");
     const none = await topic.store.tenantsSince(first.cursor);
     assert.ok(!none.tenants.includes(c));
     assert.ok((await writeOne(topic.store, c, ROLE)).ok);

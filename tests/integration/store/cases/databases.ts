@@ -34,7 +34,10 @@ export function databasesCases(topic: StoreTopic): void {
     const stores = Array.from({ length: 4 }, () => open(s));
     const secrets = await Promise.all(stores.map((st) => st.cursorSecret()));
     for (const x of secrets) assert.deepEqual(x, secrets[0]);
-    assert.deepEqual(await backend.versions(s), MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      await backend.versions(s),
+      MIGRATIONS.map((m) => m.version),
+    );
     assert.deepEqual(await Promise.all(stores.map((st) => st.revision(tenant()))), [0, 0, 0, 0]);
   });
 
@@ -49,9 +52,15 @@ export function databasesCases(topic: StoreTopic): void {
     const committed = results.filter((r) => r.ok);
     assert.equal(committed.length, 101, 'every distinct role once, the contested one once');
     for (const r of results) if (!r.ok) assert.equal(r.error.code, 'ERR_AUTHZ_ROLE_EXISTS');
-    assert.deepEqual(committed.map((r) => r.revision).sort((x, y) => x - y), Array.from({ length: 101 }, (_, i) => i + 1));
+    assert.deepEqual(
+      committed.map((r) => r.revision).sort((x, y) => x - y),
+      Array.from({ length: 101 }, (_, i) => i + 1),
+    );
     const log = await topic.store.changes(t, 0, 1000);
-    assert.deepEqual(log.map((r) => r.revision), Array.from({ length: 101 }, (_, i) => i + 1));
+    assert.deepEqual(
+      log.map((r) => r.revision),
+      Array.from({ length: 101 }, (_, i) => i + 1),
+    );
     for (const r of committed) assert.deepEqual(log[r.revision - 1]?.change, r.change, `revision ${r.revision} is the write that got it`);
     const snap = await topic.store.load(t);
     assert.equal(snap.revision, 101);
@@ -73,19 +82,34 @@ export function databasesCases(topic: StoreTopic): void {
       { length: 4 },
       () =>
         new Promise<{ code: number | null; out: string }>((resolve) => {
-          const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(s), t], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+          const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script, JSON.stringify(s), t], {
+            cwd: ROOT,
+            stdio: ['ignore', 'pipe', 'inherit'],
+          });
           let out = '';
           p.stdout.on('data', (c: Buffer) => (out += c.toString()));
           p.on('exit', (code) => resolve({ code, out }));
         }),
     );
     const done = await Promise.all(runs);
-    assert.deepEqual(done.map((d) => d.code), [0, 0, 0, 0]);
-    assert.deepEqual(await backend.versions(s), MIGRATIONS.map((m) => m.version));
+    assert.deepEqual(
+      done.map((d) => d.code),
+      [0, 0, 0, 0],
+    );
+    assert.deepEqual(
+      await backend.versions(s),
+      MIGRATIONS.map((m) => m.version),
+    );
     const check = open(s);
     const secret = (await check.cursorSecret()).toString('hex');
-    assert.deepEqual(done.map((d) => d.out), [secret, secret, secret, secret]);
+    assert.deepEqual(
+      done.map((d) => d.out),
+      [secret, secret, secret, secret],
+    );
     assert.equal(await check.revision(t), 40);
-    assert.deepEqual((await check.changes(t, 0, 100)).map((r) => r.revision), Array.from({ length: 40 }, (_, i) => i + 1));
+    assert.deepEqual(
+      (await check.changes(t, 0, 100)).map((r) => r.revision),
+      Array.from({ length: 40 }, (_, i) => i + 1),
+    );
   });
 }

@@ -24,7 +24,16 @@ const MINUTE = 60_000;
 const cipher = new FieldCipher('test-encryption-password');
 
 function auditRow(t: TenantId, action: string, resource: string, status = 201): AuditRecord {
-  return { tenant: t, at: '2030-01-01T00:00:00.000000', action, resource, status, credential: 'key:0123456789ab', requestId: randomBytes(8).toString('hex'), ip: '::1' };
+  return {
+    tenant: t,
+    at: '2030-01-01T00:00:00.000000',
+    action,
+    resource,
+    status,
+    credential: 'key:0123456789ab',
+    requestId: randomBytes(8).toString('hex'),
+    ip: '::1',
+  };
 }
 
 function scheduleOf(t: TenantId, workflow: string, intervalSeconds = 60, webhookUrl: string | null = null): ScheduleInput {
@@ -62,13 +71,24 @@ export function workflowCases(topic: StoreTopic): void {
     const made = await topic.store.runSchedule({ tenant: t, workflow: 'daily' }, T0, 'msg_1');
     assert.equal(made?.runAt, '2030-01-01T00:00:00.000000');
 
-    await topic.store.putSchedule({ ...daily, intervalSeconds: 120, webhookUrl: null }, T0 + 1, auditRow(t, 'workflow.schedule', '/api/workflow/schedule/daily'));
+    await topic.store.putSchedule(
+      { ...daily, intervalSeconds: 120, webhookUrl: null },
+      T0 + 1,
+      auditRow(t, 'workflow.schedule', '/api/workflow/schedule/daily'),
+    );
     const replaced = (await topic.store.schedules(t)).find((s) => s.workflow === 'daily');
     assert.deepEqual(replaced, { workflow: 'daily', intervalSeconds: 120, webhookUrl: null, lastRunAt: made?.runAt }, 'replaced, its last run kept');
-    assert.deepEqual((await topic.store.runs(t, 'daily', undefined, 10))?.map((r) => r.id), [made?.id], 'its runs kept');
+    assert.deepEqual(
+      (await topic.store.runs(t, 'daily', undefined, 10))?.map((r) => r.id),
+      [made?.id],
+      'its runs kept',
+    );
 
     assert.equal(await topic.store.deleteSchedule(t, 'daily', auditRow(t, 'workflow.unschedule', '/api/workflow/schedule/daily', 200)), true);
-    assert.deepEqual((await topic.store.schedules(t)).map((s) => s.workflow), ['hourly']);
+    assert.deepEqual(
+      (await topic.store.schedules(t)).map((s) => s.workflow),
+      ['hourly'],
+    );
     assert.equal(await topic.store.runs(t, 'daily', undefined, 10), undefined, 'no schedule, no runs');
     assert.equal(await topic.store.deleteSchedule(t, 'daily', auditRow(t, 'workflow.unschedule', '/x', 200)), false);
     assert.equal(await topic.store.deleteSchedule(t, 'never', auditRow(t, 'workflow.unschedule', '/y', 200)), false);
@@ -100,7 +120,16 @@ export function workflowCases(topic: StoreTopic): void {
     assert.deepEqual(first?.delivery, { status: 'none', attempts: 0, lastStatus: null });
     assert.deepEqual(diff(await runAt(1)), { added: [], removed: [], usersCount: 3 }, 'nothing changed');
 
-    await apply(topic.store, t, [grant('viewer', 'deploy'), leave('dave', 'editor'), leave('bob', 'admin'), role('ops'), join('Zed', 'ops'), join('_x', 'ops'), join('|y', 'ops'), grant('ops', 'deploy')]);
+    await apply(topic.store, t, [
+      grant('viewer', 'deploy'),
+      leave('dave', 'editor'),
+      leave('bob', 'admin'),
+      role('ops'),
+      join('Zed', 'ops'),
+      join('_x', 'ops'),
+      join('|y', 'ops'),
+      grant('ops', 'deploy'),
+    ]);
     const second = await runAt(2);
     assert.deepEqual(diff(second), { added: ['Zed', '_x', 'carol', '|y'], removed: ['dave'], usersCount: 6 }, 'bob is still an editor; sorted by code point');
     assert.equal(second?.revision, await topic.store.revision(t));
@@ -115,7 +144,11 @@ export function workflowCases(topic: StoreTopic): void {
     assert.deepEqual(diff(await runAt(6)), { added: ['alice'], removed: [], usersCount: 1 }, 'back again');
 
     const runs = (await topic.store.runs(t, 'deploy', undefined, 100)) ?? [];
-    assert.deepEqual(runs.map((r) => r.runAt), [6, 5, 4, 3, 2, 1, 0].map((k) => new Date(T0 + k * MINUTE).toISOString().replace('Z', '000')), 'newest first');
+    assert.deepEqual(
+      runs.map((r) => r.runAt),
+      [6, 5, 4, 3, 2, 1, 0].map((k) => new Date(T0 + k * MINUTE).toISOString().replace('Z', '000')),
+      'newest first',
+    );
     assert.deepEqual(runs.at(-1), first, 'stored as answered');
   });
 
@@ -155,7 +188,10 @@ export function workflowCases(topic: StoreTopic): void {
     await s.putSchedule(scheduleOf(u, 'x'), T0 + 2, auditRow(u, 'workflow.schedule', '/s'));
     await s.putSchedule(scheduleOf(v, 'y'), T0 + 1, auditRow(v, 'workflow.schedule', '/s'));
     await s.putSchedule(scheduleOf(t, 'w', 60), T0 + 3, auditRow(t, 'workflow.schedule', '/s'));
-    assert.deepEqual(await s.dueSchedules(T0 + 5, 2), [{ tenant: v, workflow: 'y' }, { tenant: u, workflow: 'x' }]);
+    assert.deepEqual(await s.dueSchedules(T0 + 5, 2), [
+      { tenant: v, workflow: 'y' },
+      { tenant: u, workflow: 'x' },
+    ]);
     assert.deepEqual(await s.dueSchedules(T0 + 5, 10), [{ tenant: v, workflow: 'y' }, { tenant: u, workflow: 'x' }, due]);
     await s.deleteSchedule(u, 'x', auditRow(u, 'workflow.unschedule', '/s', 200));
     assert.equal(await s.runSchedule({ tenant: u, workflow: 'x' }, T0 + 5, 'msg'), undefined, 'deleted: not run');
@@ -175,7 +211,11 @@ export function workflowCases(topic: StoreTopic): void {
     }
     const runs = (await b.runs(t, 'p', undefined, 100)) ?? [];
     assert.equal(runs.length, 5);
-    assert.deepEqual(runs.map((r) => r.added.length), [0, 0, 0, 0, 50], 'each diff against the previous run');
+    assert.deepEqual(
+      runs.map((r) => r.added.length),
+      [0, 0, 0, 0, 50],
+      'each diff against the previous run',
+    );
     assert.equal((await a.claimDeliveries(T0 + 5 * MINUTE, 1000, 100)).length, 5, 'one delivery per run');
   });
 
@@ -235,7 +275,7 @@ export function workflowCases(topic: StoreTopic): void {
     await topic.store.putSchedule(scheduleOf(t, 'w', 60), T0, auditRow(t, 'workflow.schedule', '/s'));
     for (let k = 0; k < 5; k++) await topic.store.runSchedule({ tenant: t, workflow: 'w' }, T0 + k * MINUTE, `m${k}`);
     const pages: string[][] = [];
-    for (let cursor: number | undefined; ; ) {
+    for (let cursor: number | undefined; ;) {
       const page = (await topic.store.runs(t, 'w', cursor, 2)) ?? [];
       if (page.length === 0) break;
       pages.push(page.map((r) => r.runAt.slice(11, 16)));
@@ -257,10 +297,20 @@ export function workflowCases(topic: StoreTopic): void {
     assert.deepEqual((await topic.store.runSchedule({ tenant: a, workflow: 'p' }, T0, 'm'))?.added, ['ann']);
     assert.deepEqual((await topic.store.runSchedule({ tenant: b, workflow: 'p' }, T0, 'm'))?.added, ['ben']);
     assert.equal(await topic.store.deleteSchedule(a, 'p', auditRow(a, 'workflow.unschedule', '/s', 200)), true);
-    assert.deepEqual((await topic.store.runs(b, 'p', undefined, 10))?.map((r) => r.added), [['ben']], "b's runs stay");
-    assert.deepEqual((await topic.store.schedules(b)).map((s) => s.workflow), ['p']);
+    assert.deepEqual(
+      (await topic.store.runs(b, 'p', undefined, 10))?.map((r) => r.added),
+      [['ben']],
+      "b's runs stay",
+    );
+    assert.deepEqual(
+      (await topic.store.schedules(b)).map((s) => s.workflow),
+      ['p'],
+    );
     assert.deepEqual(await topic.store.schedules(a), []);
-    assert.deepEqual((await topic.store.audit(b, undefined, 10)).map((e) => e.action), ['workflow.schedule']);
+    assert.deepEqual(
+      (await topic.store.audit(b, undefined, 10)).map((e) => e.action),
+      ['workflow.schedule'],
+    );
   });
 
   it('EncryptedStore: no workflow, user, webhook URL or secret in plaintext in any table; plaintext answers, sorted', async () => {
@@ -271,7 +321,10 @@ export function workflowCases(topic: StoreTopic): void {
     const users = ['alice', 'Bob', 'carol', 'dave', 'Erin', '_frank', 'grace', `user-${tag}`];
     const workflow = `deploy-${tag}`;
     await apply(enc, t, [role('admin'), grant('admin', workflow), ...users.map((u) => join(u, 'admin'))]);
-    const sched = { ...scheduleOf(t, workflow, 60, `https://hooks-${tag}.example/path`), webhookSecret: `whsec_${Buffer.from(`secret-${tag}-0123456789`).toString('base64')}` };
+    const sched = {
+      ...scheduleOf(t, workflow, 60, `https://hooks-${tag}.example/path`),
+      webhookSecret: `whsec_${Buffer.from(`secret-${tag}-0123456789`).toString('base64')}`,
+    };
     await enc.putSchedule(sched, T0, auditRow(t, 'workflow.schedule', `/api/workflow/schedule/${workflow}`));
     assert.deepEqual(await enc.dueSchedules(T0, 10), [{ tenant: t, workflow }]);
     const first = await enc.runSchedule({ tenant: t, workflow }, T0, 'msg_enc');
@@ -284,11 +337,15 @@ export function workflowCases(topic: StoreTopic): void {
     assert.deepEqual(await enc.schedules(t), [{ workflow, intervalSeconds: 60, webhookUrl: sched.webhookUrl, lastRunAt: second?.runAt }]);
     const jobs = await enc.claimDeliveries(T0 + MINUTE, 1000, 10);
     const byId = [...jobs].sort((x, y) => x.run.id - y.run.id);
-    assert.deepEqual(byId.map((j) => [j.run.id, j.webhookUrl, j.webhookSecret]), [first, second].map((r) => [r?.id, sched.webhookUrl, sched.webhookSecret]));
+    assert.deepEqual(
+      byId.map((j) => [j.run.id, j.webhookUrl, j.webhookSecret]),
+      [first, second].map((r) => [r?.id, sched.webhookUrl, sched.webhookSecret]),
+    );
     assert.deepEqual(jobs.find((j) => j.run.id === second?.id)?.run, second);
 
     const cells = await rawCells(backend, settings);
-    for (const table of ['workflow_schedules', 'workflow_runs', 'workflow_holders', 'audit']) assert.ok((cells.get(table)?.length ?? 0) > 0, `${table} holds rows`);
+    for (const table of ['workflow_schedules', 'workflow_runs', 'workflow_holders', 'audit'])
+      assert.ok((cells.get(table)?.length ?? 0) > 0, `${table} holds rows`);
     for (const [table, values] of cells) {
       // Five characters and more: a shorter name could turn up inside a base64 ciphertext by chance.
       for (const plain of [tag, 'alice', 'grace', 'carol', 'hooks', 'whsec_', 'deploy']) {
@@ -300,6 +357,9 @@ export function workflowCases(topic: StoreTopic): void {
 
     assert.equal(await enc.deleteSchedule(t, workflow, auditRow(t, 'workflow.unschedule', `/api/workflow/schedule/${workflow}`, 200)), true);
     assert.equal(await enc.runs(t, workflow, undefined, 10), undefined);
-    assert.deepEqual((await enc.audit(t, undefined, 10)).map((e) => e.resource), [`/api/workflow/schedule/${workflow}`, `/api/workflow/schedule/${workflow}`]);
+    assert.deepEqual(
+      (await enc.audit(t, undefined, 10)).map((e) => e.resource),
+      [`/api/workflow/schedule/${workflow}`, `/api/workflow/schedule/${workflow}`],
+    );
   });
 }

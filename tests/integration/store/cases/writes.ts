@@ -108,7 +108,10 @@ export function writesCases(topic: StoreTopic): void {
     });
     for (const t of [a, b]) {
       assert.equal(await topic.store.revision(t), 11);
-      assert.deepEqual((await topic.store.changes(t, 0, 100)).map((c) => c.revision), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+      assert.deepEqual(
+        (await topic.store.changes(t, 0, 100)).map((c) => c.revision),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+      );
     }
     assert.deepEqual(await topic.store.load(a), await topic.store.load(b));
     assert.deepEqual(await topic.store.writeMany([]), []);
@@ -119,7 +122,10 @@ export function writesCases(topic: StoreTopic): void {
     outcomes.set(backend.name, await runScript(topic.store, t));
     assert.deepEqual(await topic.store.load(t), {
       revision: 11,
-      roles: [['Admin', ''], ['admin', '']],
+      roles: [
+        ['Admin', ''],
+        ['admin', ''],
+      ],
       grants: [],
       memberships: [['alice', 'admin']],
     });
@@ -130,10 +136,20 @@ export function writesCases(topic: StoreTopic): void {
     await runScript(topic.store, t);
     const committed = SCRIPT.filter(([, e]) => typeof e === 'number').map(([c]) => c);
     const log = await topic.store.changes(t, 0, 1000);
-    assert.deepEqual(log.map((r) => r.revision), committed.map((_, i) => i + 1));
-    assert.deepEqual(log.map((r) => r.change), committed);
+    assert.deepEqual(
+      log.map((r) => r.revision),
+      committed.map((_, i) => i + 1),
+    );
+    assert.deepEqual(
+      log.map((r) => r.change),
+      committed,
+    );
     for (const r of log) assert.match(r.at, TIMESTAMP_RE);
-    assert.deepEqual([...log.map((r) => r.at)].sort(), log.map((r) => r.at), 'commit times do not go back');
+    assert.deepEqual(
+      [...log.map((r) => r.at)].sort(),
+      log.map((r) => r.at),
+      'commit times do not go back',
+    );
   });
 
   it('changes(since, limit) pages through the changelog', async () => {
@@ -171,7 +187,10 @@ export function writesCases(topic: StoreTopic): void {
       membershipsRemoved: 2,
     });
     assert.deepEqual(await topic.store.load(t), { revision: 9, roles: [['r2', 'two']], grants: [['r2', 'p1']], memberships: [['alice', 'r2']] });
-    assert.deepEqual((await topic.store.changes(t, 8, 10)).map((r) => r.change), [{ op: 'role.delete', role: 'r1' }]);
+    assert.deepEqual(
+      (await topic.store.changes(t, 8, 10)).map((r) => r.change),
+      [{ op: 'role.delete', role: 'r1' }],
+    );
     const empty = await writeOne(topic.store, t, { op: 'role.create', role: 'r3', description: '' });
     const del = await writeOne(topic.store, t, { op: 'role.delete', role: 'r3' });
     assert.deepEqual(del.ok ? [del.revision, del.permissionsRemoved, del.membershipsRemoved] : del, [11, 0, 0]);
@@ -188,8 +207,17 @@ export function writesCases(topic: StoreTopic): void {
     assert.equal((await writeOne(topic.store, b, { op: 'membership.add', user: 'u', role: 'admin' })).revision, 2);
     assert.deepEqual(await topic.store.load(a), { revision: 2, roles: [['admin', '']], grants: [['admin', 'read']], memberships: [] });
     assert.deepEqual(await topic.store.load(b), { revision: 2, roles: [['admin', 'b']], grants: [], memberships: [['u', 'admin']] });
-    assert.deepEqual((await topic.store.revisions([a, b, tenant()])).sort(), [[a, 2], [b, 2]].sort());
-    assert.deepEqual((await topic.store.changes(b, 0, 10)).map((r) => r.change.op), ['role.create', 'membership.add']);
+    assert.deepEqual(
+      (await topic.store.revisions([a, b, tenant()])).sort(),
+      [
+        [a, 2],
+        [b, 2],
+      ].sort(),
+    );
+    assert.deepEqual(
+      (await topic.store.changes(b, 0, 10)).map((r) => r.change.op),
+      ['role.create', 'membership.add'],
+    );
   });
 
   it('names and descriptions come back exactly as written', async () => {
@@ -203,11 +231,23 @@ export function writesCases(topic: StoreTopic): void {
       assert.ok((await writeOne(topic.store, t, { op: 'membership.add', user: n, role: 'r1' })).ok);
     }
     const snap = await topic.store.load(t);
-    assert.deepEqual(snap.roles, DESCRIPTIONS.map((d, i) => [`r${i}`, d]));
+    assert.deepEqual(
+      snap.roles,
+      DESCRIPTIONS.map((d, i) => [`r${i}`, d]),
+    );
     const binary = [...names].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-    assert.deepEqual(snap.grants, binary.map((n) => ['r0', n]), 'in key order, by code point');
-    assert.deepEqual(snap.memberships, binary.map((n) => [n, 'r1']));
-    const created = (await topic.store.changes(t, 0, DESCRIPTIONS.length)).map((r: ChangeRecord) => (r.change.op === 'role.create' ? r.change.description : undefined));
+    assert.deepEqual(
+      snap.grants,
+      binary.map((n) => ['r0', n]),
+      'in key order, by code point',
+    );
+    assert.deepEqual(
+      snap.memberships,
+      binary.map((n) => [n, 'r1']),
+    );
+    const created = (await topic.store.changes(t, 0, DESCRIPTIONS.length)).map((r: ChangeRecord) =>
+      r.change.op === 'role.create' ? r.change.description : undefined,
+    );
     assert.deepEqual(created, DESCRIPTIONS);
   });
 }
