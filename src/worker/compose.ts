@@ -13,7 +13,7 @@ import { CircuitBreaker } from '../store/wrappers/breaker.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/wrappers/resilient.ts';
 import { retryPolicy } from '../store/wrappers/retry.ts';
-import { WritePipeline } from './write-pipeline.ts';
+import { WritePipeline, type WriteStages } from './write-pipeline.ts';
 import { AuditTrail } from '../audit/trail.ts';
 import { startAuditRetention } from '../audit/retention.ts';
 import { fanOut } from './fan-out.ts';
@@ -65,33 +65,14 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       (tenant: TenantId): Replay =>
       (since) =>
         store.changes(tenant, since, REPLAY_LIMIT);
-    const pipeline = new WritePipeline(
-      {
-        commit: (batch) => store.writeMany(batch),
-        fanOut: (batch) => fanOut(batch, cache, bus, replay),
-        putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
-        deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
-      },
-      { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
-    );
+    const pipeline = writePipeline(store, pooled, (batch) => fanOut(batch, cache, bus, replay));
     applyChangesFrom(bus, cache, replay, metrics);
     // After subscribing: a tenant created after this read is heard of as a change.
     const created = await loadClientIndex(cache, store);
     const revalidator = startRevalidation(cache, store, measuredReplay(replay, metrics), created, config.AUTH_REVALIDATE_MS, log);
     const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
-    const backend: Backend = {
-      write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
-      audit: (tenant, after, limit) => store.audit(tenant, after, limit),
-      recordAudit: (row) => trail.record(row),
-      changes: (tenant, since, limit) => store.changes(tenant, since, limit),
-      revision: (tenant) => store.revision(tenant),
-      putSchedule: (schedule, nowMs, audit) => pipeline.putSchedule(schedule, nowMs, audit),
-      deleteSchedule: (tenant, workflow, audit) => pipeline.deleteSchedule(tenant, workflow, audit),
-      schedules: (tenant) => store.schedules(tenant),
-      runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
-      notReady: () => notReady(store, redis),
-    };
+    const backend = backendOf(store, pipeline, trail, metrics, redis);
     // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
     const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
     const server = await startHttpServer({
@@ -121,6 +102,35 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     await store.close();
     throw err;
   }
+}
+
+/** Writes, schedule changes included, committed in batches on the pool's write slots, then fanned out. */
+function writePipeline(store: ResilientStore, pooled: PooledStore, fanOutBatch: WriteStages['fanOut']): WritePipeline {
+  return new WritePipeline(
+    {
+      commit: (batch) => store.writeMany(batch),
+      fanOut: fanOutBatch,
+      putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
+      deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
+    },
+    { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
+  );
+}
+
+/** What the HTTP layer asks of the worker: writes through the pipeline, reads from the store. */
+function backendOf(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus): Backend {
+  return {
+    write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
+    audit: (tenant, after, limit) => store.audit(tenant, after, limit),
+    recordAudit: (row) => trail.record(row),
+    changes: (tenant, since, limit) => store.changes(tenant, since, limit),
+    revision: (tenant) => store.revision(tenant),
+    putSchedule: (schedule, nowMs, audit) => pipeline.putSchedule(schedule, nowMs, audit),
+    deleteSchedule: (tenant, workflow, audit) => pipeline.deleteSchedule(tenant, workflow, audit),
+    schedules: (tenant) => store.schedules(tenant),
+    runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
+    notReady: () => notReady(store, redis),
+  };
 }
 
 /** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
