@@ -30,6 +30,7 @@ export async function start(workers: number, sqlitePath?: string): Promise<Runni
 
 export interface LogLine {
   readonly msg?: unknown;
+  readonly event?: unknown;
   readonly pid?: unknown;
   readonly role?: unknown;
   readonly restarts?: unknown;
@@ -54,7 +55,7 @@ export function logLines(server: RunningServer): LogLine[] {
 export function readyPids(server: RunningServer): number[] {
   const pids: number[] = [];
   for (const l of logLines(server)) {
-    if (l.msg === 'worker ready' && l.role === 'worker' && typeof l.pid === 'number' && !pids.includes(l.pid)) pids.push(l.pid);
+    if (l.event === 'worker.ready' && l.role === 'worker' && typeof l.pid === 'number' && !pids.includes(l.pid)) pids.push(l.pid);
   }
   return pids;
 }

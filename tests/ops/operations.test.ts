@@ -240,7 +240,7 @@ test(
       assert.ok(typeof entry.msg === 'string' && entry.msg !== '', `msg: ${line}`);
     }
     const lines = logLines(s);
-    const starting = lines.filter((l) => l.msg === 'starting');
+    const starting = lines.filter((l) => l.event === 'primary.starting');
     assert.equal(starting.length, 1, 'one start-up line');
     const start = starting[0] as Record<string, unknown>;
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -257,10 +257,10 @@ test(
     const all = s.stdout() + s.stderr();
     for (const secret of [jwtSecret, encryptionKey, key, minted]) assert.ok(!all.includes(secret), 'no secret, key or token in the output');
     assert.ok(
-      lines.some((l) => l.msg === 'listening'),
+      lines.some((l) => l.event === 'primary.listening'),
       'the listening line',
     );
-    assert.equal(lines.filter((l) => l.msg === 'worker stopping').length, 2, 'each worker says it stops');
+    assert.equal(lines.filter((l) => l.event === 'worker.stopping').length, 2, 'each worker says it stops');
   },
 );
 
@@ -292,7 +292,7 @@ test(
       [201, 201, 200, 404, 404, 200],
     );
     const api = sent.slice(0, 5);
-    const accessLines = (s: Service): Array<Record<string, unknown>> => logLines(s).filter((l) => l.msg === 'access');
+    const accessLines = (s: Service): Array<Record<string, unknown>> => logLines(s).filter((l) => l.event === 'http.access');
     // Written before each answer is sent; read here through a pipe, so give them a moment.
     for (const t0 = Date.now(); accessLines(on).length < api.length && Date.now() - t0 < 3000;) await sleep(20);
     const lines = accessLines(on);
