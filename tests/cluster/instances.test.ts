@@ -77,7 +77,7 @@ const foundBehind = (server: RunningServer, from: number): number =>
     server
       .output()
       .slice(from)
-      .match(/"msg":"revalidation found a graph behind"/g) ?? []
+      .match(/"event":"cache.revalidation_behind"/g) ?? []
   ).length;
 
 test('a write on A is visible on B: never stale with X-Authz-Min-Revision, and within a bounded delay without it', { timeout: 120_000 }, async (t) => {

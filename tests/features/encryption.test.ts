@@ -286,7 +286,7 @@ async function refusedStart(place: Place, env: Record<string, string>, mention: 
   const context = `exit code ${code}, output:\n${output.slice(0, 3000)}`;
   assert.notEqual(code, null, `the service did not stop (killed); ${context}`);
   assert.notEqual(code, 0, context);
-  assert.doesNotMatch(output, /"msg":"listening"/, `it listened; ${context}`);
+  assert.doesNotMatch(output, /"event":"primary.listening"/, `it listened; ${context}`);
   const lines = output.split('\n').filter((l) => l.startsWith('rbac-gateway: cannot start:'));
   assert.equal(lines.length, 1, `one line says why; ${context}`);
   assert.match(lines[0] ?? '', mention, context);

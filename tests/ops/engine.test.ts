@@ -47,7 +47,7 @@ async function version(baseUrl: string): Promise<Version> {
 
 /** The start-up line that says which engine runs and why. */
 function engineLine(output: string): { engine: string; reason: string } {
-  const lines = output.split('\n').filter((l) => l.includes('"msg":"http engine"'));
+  const lines = output.split('\n').filter((l) => l.includes('"event":"primary.http_engine"'));
   assert.equal(lines.length, 1, `one 'http engine' line expected:\n${output}`);
   return JSON.parse(lines[0] as string) as { engine: string; reason: string };
 }

@@ -86,7 +86,7 @@ async function startOnce(t: { after(fn: () => unknown): void }, extra: Record<st
     tmp.cleanup();
   });
   const started = Date.now();
-  while (!/"msg":"listening"/.test(out)) {
+  while (!/"event":"primary.listening"/.test(out)) {
     if (proc.exitCode !== null) throw new Error(`exited before listening (code ${proc.exitCode}):\n${out}${err}`);
     if (Date.now() - started > START_TIMEOUT_MS) throw new Error(`did not listen within ${START_TIMEOUT_MS} ms:\n${out}${err}`);
     await sleep(25);
