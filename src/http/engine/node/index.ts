@@ -76,13 +76,43 @@ function listen(server: Server, host: string, port: number): Promise<Listener> {
       const address = server.address();
       resolve({
         port: typeof address === 'object' && address !== null ? address.port : port,
-        // net's close, not http's: since Node.js 19 http's also drops idle keep-alive connections
-        // at once, where uWS (and the contract's drain) still answers what arrives on them.
-        stopAccepting: () => void NetServer.prototype.close.call(server),
+        stopAccepting: () => closeOnceAccepted(server),
         closeConnections: () => server.closeAllConnections(),
       });
     });
   });
+}
+
+/** Connections may still be waiting in the kernel's queue this long after the last one was taken. */
+const ACCEPT_QUIET_MS = 50;
+/** ...but the listener closes this long after shutdown began, however busy. */
+const ACCEPT_AT_MOST_MS = 500;
+
+/**
+ * Closes the listening socket once the connections already queued by the kernel are taken:
+ * closing it at once resets them (ECONNRESET for requests sent before the signal), so it closes
+ * when no connection came for {@link ACCEPT_QUIET_MS}, at most {@link ACCEPT_AT_MOST_MS} after
+ * the call. Those taken meanwhile are served like any other during the drain. net's close, not
+ * http's: since Node.js 19 http's also drops idle keep-alive connections at once, where uWS (and
+ * the contract's drain) still answers what arrives on them.
+ */
+function closeOnceAccepted(server: Server): void {
+  const began = performance.now();
+  let last = began;
+  const taken = (): void => {
+    last = performance.now();
+  };
+  server.on('connection', taken);
+  const check = (): void => {
+    const now = performance.now();
+    if (now - last < ACCEPT_QUIET_MS && now - began < ACCEPT_AT_MOST_MS) {
+      setTimeout(check, ACCEPT_QUIET_MS).unref();
+      return;
+    }
+    server.off('connection', taken);
+    NetServer.prototype.close.call(server);
+  };
+  setTimeout(check, ACCEPT_QUIET_MS).unref();
 }
 
 /**
