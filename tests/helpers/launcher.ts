@@ -10,8 +10,12 @@ import { sleep } from './wait.ts';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The primary's line once every worker listens (its event, docs/operations.md §8). */
-const LISTENING = /"event":"primary\.listening"/;
+/**
+ * The primary's line once every worker listens: its event (docs/operations.md §8), or, from a
+ * build older than the event field that the benchmark kit compares against
+ * (BENCH_GATEWAY_ENTRY), the primary's `listening` message.
+ */
+const LISTENING = /"event":"primary\.listening"|"msg":"listening","pid":\d+,"role":"primary"/;
 /** Output kept in memory: enough for every start-up and failure message, bounded for long benchmark runs. */
 const OUTPUT_CAP = 4 * 1024 * 1024;
 
