@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [scenario…] [--quick] [--full] [--out name]`: runs scenarios (data files in
+ * `npm run bench -- [scenario…] [--quick] [--full] [--rounds n] [--out name]`: runs scenarios (data files in
  * bench/scenarios/) one after the other and writes one result file, bench/results/<name>.json,
  * with its Markdown table and scaling charts. Exits 1 when anything failed: a wrong answer, an
  * error status, a gateway that would not start. See bench/README.md.
@@ -11,7 +11,8 @@ import { measureLoad, type RunResult } from './lib/measure.ts';
 import { backgroundCores, installCleanup, runMain, timeLimit } from './lib/procs.ts';
 import { machine, printTable, writeReport, type Report } from './lib/report.ts';
 import { readScenario, resolve, scenarioNames, type Run, type ScenarioFile } from './lib/scenario.ts';
-import { measureFlood, measureHydration } from './lib/special.ts';
+import { measureFlood } from './lib/flood.ts';
+import { measureHydration } from './lib/special.ts';
 
 const RESULTS = join(ROOT, 'bench', 'results');
 
@@ -42,12 +43,15 @@ async function main(): Promise<number> {
       full: { type: 'boolean', default: false },
       out: { type: 'string' },
       list: { type: 'boolean', default: false },
+      rounds: { type: 'string' },
     },
   });
   if (values.list) {
     for (const n of scenarioNames()) console.log(`${n.padEnd(22)} ${readScenario(n).title}`);
     return 0;
   }
+  const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
+  if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds must be a positive integer, not ${values.rounds}`);
   timeLimit('bench', Number(process.env.BENCH_TIME_LIMIT ?? 3_600));
   const target = process.env.BENCH_TARGET;
   let scenarios = chosen(positionals, values.full, values.quick);
@@ -73,6 +77,7 @@ async function main(): Promise<number> {
   };
   for (const [name, file] of scenarios) {
     for (const run of resolve(name, file, values.quick)) {
+      if (rounds !== undefined) run.settings.rounds = rounds;
       console.log(`\n${name} / ${run.label}: ${file.title}`);
       try {
         const result = await measure(run);

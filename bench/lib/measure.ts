@@ -33,12 +33,23 @@ export interface RunResult {
   /** Medians over the measured rounds. */
   figures: Figures;
   rounds: RunFigures[];
-  ceiling?: { figures: Figures; rounds: RunFigures[]; rpsRatio: number; cpuRatio: number | null };
-  fixedRate?: { rate: number; achievedRps: number; latency: Latency; cpuPerOpUs: number | null };
+  /**
+   * The bare server in the same rounds. `cpuRatio` is the median of the per-round ratios (each
+   * round's gateway over the bare server beside it), so a drift of the machine between rounds cancels.
+   */
+  ceiling?: { figures: Figures; rounds: RunFigures[]; rpsRatio: number; cpuRatio: number | null; cpuRatios: number[]; fixedRate?: FixedRate };
+  fixedRate?: FixedRate;
   /** Figures of the gateway's /metrics and of the special kinds (hydration, flood). */
   extra: Record<string, number>;
   correctness: Tally;
   failures: string[];
+}
+
+export interface FixedRate {
+  rate: number;
+  achievedRps: number;
+  latency: Latency;
+  cpuPerOpUs: number | null;
 }
 
 export const FIGURES: ReadonlyArray<keyof Figures> = ['rps', 'p50', 'p99', 'p999', 'cpuPerOpUs', 'serverCores', 'otherCores', 'rssMb'];
@@ -70,6 +81,18 @@ export function print(label: string, what: string, r: RunFigures, failures?: str
     failures.push(
       `${label} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors${r.errorKinds === undefined ? '' : ` (${JSON.stringify(r.errorKinds).slice(0, 200)})`}`,
     );
+}
+
+/** The bare server's figures and the gateway's CPU ratios to it, round by round. */
+function ceilingFigures(gateway: RunFigures[], bare: RunFigures[]): NonNullable<RunResult['ceiling']> {
+  const figures = summarise(bare);
+  const cpuRatios: number[] = [];
+  gateway.forEach((g, i) => {
+    const b = bare[i]?.cpuPerOpUs;
+    if (g.cpuPerOpUs !== null && b !== undefined && b !== null && b > 0) cpuRatios.push(g.cpuPerOpUs / b);
+  });
+  const rps = summarise(gateway).rps;
+  return { figures, rounds: bare, rpsRatio: rps / figures.rps, cpuRatio: cpuRatios.length === 0 ? null : median(cpuRatios), cpuRatios };
 }
 
 /** The ceiling: the bare server, answering has_permission with bodies captured from the gateway. */
@@ -169,18 +192,18 @@ export async function measureLoad(run: Run): Promise<RunResult> {
     }
     result.rounds = records.get(run.label) ?? [];
     result.figures = summarise(result.rounds);
-    if (ceiling !== undefined) {
-      const rounds = records.get('bare') ?? [];
-      const figures = summarise(rounds);
-      const cpu = result.figures.cpuPerOpUs !== null && figures.cpuPerOpUs !== null ? result.figures.cpuPerOpUs / figures.cpuPerOpUs : null;
-      result.ceiling = { figures, rounds, rpsRatio: result.figures.rps / figures.rps, cpuRatio: cpu };
-    }
+    if (ceiling !== undefined) result.ceiling = ceilingFigures(result.rounds, records.get('bare') ?? []);
     for (const r of result.rounds) if (r.requests === 0) failures.push(`${run.label}: a round completed no request in ${settings.durationS} s`);
     if (settings.fixedRate) {
+      // The same rate for the bare server, so the two p99s are at the same load.
       const rate = Math.max(1, Math.round(0.8 * result.figures.rps));
-      const r = await runLoad({ target, mix, connections: settings.connections, durationS: settings.durationS, rate, run: n++ });
-      print(run.label, `@${rate}/s`, r, failures);
-      result.fixedRate = { rate, achievedRps: r.rps, latency: r.latency, cpuPerOpUs: r.cpuPerOpUs };
+      const atRate = async (label: string, t: Target, m: Mix): Promise<FixedRate> => {
+        const r = await runLoad({ target: t, mix: m, connections: settings.connections, durationS: settings.durationS, rate, run: n++ });
+        print(label, `@${rate}/s`, r, failures);
+        return { rate, achievedRps: r.rps, latency: r.latency, cpuPerOpUs: r.cpuPerOpUs };
+      };
+      result.fixedRate = await atRate(run.label, target, mix);
+      if (ceiling !== undefined && result.ceiling !== undefined) result.ceiling.fixedRate = await atRate('bare', ceiling.bare, ceiling.mix);
     }
     const after = await scrape(target.metricsUrls);
     if (before !== undefined && after !== undefined) Object.assign(result.extra, delta(before, after));

@@ -29,7 +29,7 @@ export function machine(backgroundCores: number): Report['machine'] {
 }
 
 export function markdown(r: Report): string {
-  const rows = [['scenario', 'run', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/op', 'vs bare CPU', 'p99 ms @80%', 'RSS MiB', 'checked', 'wrong']];
+  const rows = [['scenario', 'run', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/op', 'vs bare CPU', 'p99 ms @80%', 'bare p99 @80%', 'RSS MiB', 'checked', 'wrong']];
   for (const x of r.runs) {
     rows.push([
       x.scenario,
@@ -40,6 +40,7 @@ export function markdown(r: Report): string {
       num(x.figures.cpuPerOpUs),
       x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}×`,
       num(x.fixedRate?.latency.p99, 2),
+      num(x.ceiling?.fixedRate?.latency.p99, 2),
       num(x.figures.rssMb, 0),
       String(x.correctness.checked),
       String(x.correctness.wrong),
@@ -54,12 +55,16 @@ export function markdown(r: Report): string {
           .map(([k, v]) => `${k} ${num(v, k.endsWith('Ratio') ? 3 : 1)}`)
           .join(', ')}`,
     );
+  const ratios = r.runs
+    .filter((x) => (x.ceiling?.cpuRatios?.length ?? 0) > 0)
+    .map((x) => `- ${x.scenario} / ${x.label}: ${(x.ceiling?.cpuRatios ?? []).map((v) => `${num(v, 2)}×`).join(', ')}`);
   return [
     `# Benchmark results, ${r.startedAt}${r.quick ? ' (quick)' : ''}`,
     '',
     `${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}; ${num(r.machine.backgroundCores, 2)} cores busy with other work before the run; ${Math.round(r.seconds)} s in all.`,
     '',
     md(rows),
+    ...(ratios.length > 0 ? ['', 'CPU per request over the bare server, round by round (vs bare CPU is their median):', '', ...ratios] : []),
     ...(extras.length > 0 ? ['', 'Other figures:', '', ...extras] : []),
     ...(r.failures.length > 0 ? ['', '**Failures:**', '', ...r.failures.map((f) => `- ${f}`)] : []),
     '',
