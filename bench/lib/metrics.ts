@@ -6,6 +6,8 @@ export interface Scraped {
   cacheHits: number;
   cacheMisses: number;
   cacheEvictions: number;
+  /** The cache's own estimate of its graphs' bytes (a gauge). */
+  cacheBytes: number;
   workflowRuns: number;
 }
 
@@ -30,6 +32,7 @@ export async function scrape(urls: readonly string[]): Promise<Scraped | undefin
     cacheHits: sum('rbac_cache_hits_total'),
     cacheMisses: sum('rbac_cache_misses_total'),
     cacheEvictions: sum('rbac_cache_evictions_total'),
+    cacheBytes: sum('rbac_cache_bytes'),
     workflowRuns: sum('rbac_workflow_runs_total'),
   };
 }
@@ -44,6 +47,7 @@ export function delta(before: Scraped, after: Scraped): Scraped & { hitRatio: nu
     cacheHits: hits,
     cacheMisses: misses,
     cacheEvictions: after.cacheEvictions - before.cacheEvictions,
+    cacheBytes: after.cacheBytes,
     workflowRuns: after.workflowRuns - before.workflowRuns,
     hitRatio: hits + misses === 0 ? NaN : hits / (hits + misses),
   };

@@ -1,24 +1,19 @@
 /**
- * The two kinds that are not a steady request mix. `hydration`: a client's first requests, 100 at
- * once, must load its graph once (single flight). `flood`: has_permission with a fresh random key
- * per request beside a real client, which must not pay for them: unknown keys must cost no
- * hydration, no cache entry and no latency of the real client.
+ * The `hydration` kind: a client's first requests, 100 at once, must load its graph once (single
+ * flight). The `flood` kind is in flood.ts.
  */
-import { randomUUID } from 'node:crypto';
-import type autocannon from 'autocannon';
 import { generate, probes } from './dataset.ts';
 import { startGateways } from './gateway.ts';
 import { runLoad, type RunFigures } from './load.ts';
 import { print, summarise, type RunResult } from './measure.ts';
 import { delta, scrape } from './metrics.ts';
-import { buildMix, type Mix } from './requests.ts';
 import { memberships, type Run } from './scenario.ts';
 import { median } from './stats.ts';
 import { newTally, record, type Tally } from './verify.ts';
 
 const FIRST_REQUESTS = 100;
 
-function emptyResult(run: Run): RunResult {
+export function emptyResult(run: Run): RunResult {
   const s = run.settings;
   return {
     scenario: run.scenario,
@@ -63,6 +58,8 @@ export async function measureHydration(run: Run): Promise<RunResult> {
   const sample = probes(ds, FIRST_REQUESTS, s.denials, ds.shape.seed + 9);
   const times: number[] = [];
   const cpus: number[] = [];
+  const rssBefore = target.rssMb() ?? NaN;
+  let cacheBytes = NaN;
   try {
     for (const [r, key] of target.keys.entries()) {
       const before = await scrape(target.metricsUrls);
@@ -71,6 +68,7 @@ export async function measureHydration(run: Run): Promise<RunResult> {
       const cpu = (target.cpuSeconds() ?? NaN) - cpu0;
       const after = await scrape(target.metricsUrls);
       const hydrations = before !== undefined && after !== undefined ? delta(before, after).hydrations : NaN;
+      cacheBytes = after?.cacheBytes ?? NaN;
       if (hydrations !== 1)
         result.failures.push(
           `${run.label} round ${r + 1}: ${hydrations} hydrations for ${FIRST_REQUESTS} concurrent first requests of one client (expected 1)`,
@@ -99,81 +97,16 @@ export async function measureHydration(run: Run): Promise<RunResult> {
     await target.stop();
   }
   result.figures = summarise(result.rounds);
-  result.extra = { allAnsweredMs: median(times), serverCpuMsPerHydration: median(cpus) };
+  // Every round hydrated one more client of the same data, all kept in the cache.
+  const graphs = result.rounds.length * result.memberships;
+  const grown = ((result.rounds[result.rounds.length - 1]?.rssMb ?? NaN) - rssBefore) * 1024 * 1024;
+  result.extra = {
+    allAnsweredMs: median(times),
+    serverCpuMsPerHydration: median(cpus),
+    rssBytesPerMembership: grown / graphs,
+    estimatedBytesPerMembership: cacheBytes / graphs,
+  };
   if (result.correctness.wrong > 0)
     result.failures.push(`${run.label}: ${result.correctness.wrong} wrong first answers (${result.correctness.examples.join('; ')})`);
-  return result;
-}
-
-/** has_permission with a fresh random client key on every request; every answer must be 200, false. */
-function floodMix(verifyEvery: number): Mix {
-  const tally = newTally();
-  const requests = (): autocannon.Request[] =>
-    Array.from({ length: 64 }, (_, i) => {
-      const req: autocannon.Request = {
-        method: 'GET',
-        path: `/api/has_permission/user${i}@example.com/svc0.res-000001:read`,
-        setupRequest: (r) => ({ ...r, headers: { authorization: `Bearer ${randomUUID()}` } }),
-      };
-      if (i % verifyEvery === 0) {
-        req.onResponse = (status, body) =>
-          record(tally, status === 200 && /"has_permission":false/.test(body) ? undefined : `unknown key: HTTP ${status} ${body.slice(0, 120)}`);
-      }
-      return req;
-    });
-  return { requests, tally };
-}
-
-/** Connections of the real client beside the flood. */
-const REAL_CONNECTIONS = 8;
-
-export async function measureFlood(run: Run): Promise<RunResult> {
-  const s = run.settings;
-  const ds = generate(s.data);
-  const target = await startGateways(run.label, { ...s.gateway, metrics: true }, ds);
-  const result = emptyResult(run);
-  const real = buildMix({ ds, settings: s, keys: target.keys, pages: [], expectation: { strict: true, revision: target.revision, revisionAtLeast: false } });
-  const flood = floodMix(s.verifyEvery);
-  try {
-    const alone = await runLoad({ target, mix: real, connections: REAL_CONNECTIONS, durationS: s.durationS, run: 0 });
-    print(`${run.label} real alone`, 'run', alone, result.failures);
-    const before = await scrape(target.metricsUrls);
-    const cpu0 = target.cpuSeconds() ?? NaN;
-    const [f, r] = await Promise.all([
-      runLoad({ target, mix: flood, connections: s.connections, durationS: s.durationS, run: 1 }),
-      runLoad({ target, mix: real, connections: REAL_CONNECTIONS, durationS: s.durationS, run: 2 }),
-    ]);
-    const cpu = (target.cpuSeconds() ?? NaN) - cpu0;
-    const after = await scrape(target.metricsUrls);
-    const d = before !== undefined && after !== undefined ? delta(before, after) : undefined;
-    // Both loads ran at once: their CPU is shared out per request of either.
-    const perOp = (cpu / (f.requests + r.requests)) * 1e6;
-    f.cpuPerOpUs = perOp;
-    r.cpuPerOpUs = perOp;
-    print(`${run.label} flood`, 'run', f, result.failures);
-    print(`${run.label} real+flood`, 'run', r, result.failures);
-    result.rounds = [f];
-    result.figures = summarise([f]);
-    result.extra = {
-      floodRps: f.rps,
-      realRps: r.rps,
-      realP99AloneMs: alone.latency.p99,
-      realP99UnderFloodMs: r.latency.p99,
-      hydrations: d?.hydrations ?? NaN,
-      cacheClients: d?.cacheClients ?? NaN,
-    };
-    console.log(
-      `    flood: ${d?.hydrations} hydrations, ${d?.cacheClients} cached clients; real client p99 ${alone.latency.p99.toFixed(2)} ms alone, ${r.latency.p99.toFixed(2)} ms under the flood`,
-    );
-  } finally {
-    await target.stop();
-  }
-  for (const t of [real.tally, flood.tally]) {
-    result.correctness.checked += t.checked;
-    result.correctness.wrong += t.wrong;
-    result.correctness.examples.push(...t.examples);
-  }
-  if (result.correctness.wrong > 0)
-    result.failures.push(`${run.label}: ${result.correctness.wrong} wrong answers (${result.correctness.examples.slice(0, 3).join('; ')})`);
   return result;
 }

@@ -14,6 +14,7 @@ import { createLogger } from '../../../../src/log/index.ts';
 import { NO_REQUEST_METRICS } from '../../../../src/metrics/requests.ts';
 import { generate, probes } from '../../../lib/dataset.ts';
 import type { MicroTask } from '../../run.ts';
+import { imageOfSnapshot } from '../../../../src/authz/graph-image.ts';
 
 const ds = generate({
   users: 33_334,
@@ -38,8 +39,10 @@ const app: EngineApp = {
 };
 const engine: Engine = { name: 'uws', reason: 'micro-benchmark', prepareCluster: () => undefined, createApp: () => app };
 // The data set as one snapshot, what a hydration reads.
-const cache = new TenantCache(async () => ds.model.snapshot(), 256 * 1024 * 1024);
+const cache = new TenantCache(async () => imageOfSnapshot(ds.model.snapshot()), 256 * 1024 * 1024);
 await cache.load(tenant);
+// The client index as a worker loads it at start: this key is the only client.
+cache.know([tenant], true);
 const unused = (): never => {
   throw new Error('the hot path asked the backend');
 };
@@ -56,7 +59,10 @@ const hasPermission = [...handlers].find(([k]) => k.startsWith('GET /api/has_per
 if (hasPermission === undefined) throw new Error(`no has_permission handler among ${[...handlers.keys()].join(', ')}`);
 
 const sample = probes(ds, 4_096, 0.2, 7);
-const authorization = `Bearer ${key}`;
+const knownAuthorization = `Bearer ${key}`;
+let authorization = knownAuthorization;
+/** Keys no client ever wrote with, each new to the process when asked (a random-key flood). */
+const unknownKeys = Array.from({ length: 4_096 }, () => `Bearer ${randomUUID()}`);
 let answered: string | Uint8Array = '';
 const response: EngineResponse = {
   writeStatus: () => response,
@@ -97,11 +103,27 @@ export const tasks: MicroTask[] = [
   {
     name: 'has_permission, whole handler (Pareto probes, 20% false)',
     check: () => {
+      authorization = knownAuthorization;
       for (const p of sample) {
         const body = JSON.parse(textOf(ask(p))) as { data?: { has_permission?: boolean } };
         if (body.data?.has_permission !== p.expected) throw new Error(`has_permission(${p.user}, ${p.permission}) answered ${JSON.stringify(body)}`);
       }
     },
-    fn: () => ask(sample[i++ & 4095] as { user: string; permission: string }),
+    fn: () => {
+      authorization = knownAuthorization;
+      return ask(sample[i++ & 4095] as { user: string; permission: string });
+    },
+  },
+  {
+    name: 'has_permission, unknown keys (a new random key on every request)',
+    check: () => {
+      authorization = unknownKeys[0] as string;
+      const body = JSON.parse(textOf(ask(sample[0] as { user: string; permission: string }))) as { data?: { has_permission?: boolean } };
+      if (body.data?.has_permission !== false) throw new Error(`an unknown key answered ${JSON.stringify(body)}`);
+    },
+    fn: () => {
+      authorization = unknownKeys[i & 4095] as string;
+      return ask(sample[i++ & 4095] as { user: string; permission: string });
+    },
   },
 ];
