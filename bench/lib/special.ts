@@ -4,7 +4,7 @@
  */
 import { generate, probes } from './dataset.ts';
 import { startGateways } from './gateway.ts';
-import { runLoad, type RunFigures } from './load.ts';
+import type { RunFigures } from './load.ts';
 import { print, summarise, type RunResult } from './measure.ts';
 import { delta, scrape } from './metrics.ts';
 import { memberships, type Run } from './scenario.ts';

@@ -8,6 +8,15 @@ function grownTo(a: Uint32Array, atLeast: number): Uint32Array {
   return b;
 }
 
+/** An {@link Adjacency}'s buffers and counters: what crosses from the pool thread that built it. */
+export interface AdjacencyState {
+  readonly span: Uint32Array;
+  readonly values: Uint32Array;
+  readonly capacity: Uint32Array;
+  readonly end: number;
+  readonly garbage: number;
+}
+
 /**
  * One side of a relation (user → roles, role → permissions, …) in compressed-row form: every
  * node's neighbours are a segment of one flat `Uint32Array`, located by the node's start and count
@@ -29,6 +38,22 @@ export class Adjacency {
   /** Bytes held by the buffers. */
   get bytes(): number {
     return this.span.byteLength + this.#capacity.byteLength + this.values.byteLength;
+  }
+
+  /** The relation over buffers another thread filled (see {@link state}); it owns them from now on. */
+  static fromState(s: AdjacencyState): Adjacency {
+    const a = new Adjacency();
+    a.span = s.span;
+    a.values = s.values;
+    a.#capacity = s.capacity;
+    a.#end = s.end;
+    a.#garbage = s.garbage;
+    return a;
+  }
+
+  /** The buffers and counters, shared, not copied: for a transfer to another thread, after which this relation is not used. */
+  state(): AdjacencyState {
+    return { span: this.span, values: this.values, capacity: this.#capacity, end: this.#end, garbage: this.#garbage };
   }
 
   /** Drops every node and gives the buffers back: the relation is as new. */

@@ -2,6 +2,7 @@ import type { PermId, RoleId, UserId } from './ids.ts';
 import type { Change, Snapshot } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable, Spelling } from './name-table.ts';
+import { partsOf, type GraphImage } from './graph-image.ts';
 import { ListMemo } from './list-memo.ts';
 import { holdersOf, memberPosition, namesOf } from './members.ts';
 import { knownResourceIds } from './resources.ts';
@@ -54,6 +55,11 @@ export class TenantGraph {
     this.#permsOfRole = parts.permsOfRole;
     this.#rolesOfPerm = parts.rolesOfPerm;
     this.#descriptions = parts.descriptions;
+  }
+
+  /** The graph over an image's buffers, as a pool thread built it (no copy, no rebuild). */
+  static fromImage(image: GraphImage): TenantGraph {
+    return new TenantGraph(image.revision, partsOf(image));
   }
 
   static fromSnapshot(s: Snapshot): TenantGraph {

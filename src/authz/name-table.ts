@@ -58,6 +58,20 @@ function grown<A extends Uint8Array | Uint16Array | Uint32Array | Int32Array>(a:
   return b;
 }
 
+/** A {@link NameTable}'s buffers and counters: what crosses from the pool thread that built it. */
+export interface NameTableState {
+  readonly chars: Uint8Array | Uint16Array;
+  readonly charsEnd: number;
+  readonly garbageChars: number;
+  readonly span: Uint32Array;
+  readonly idEnd: number;
+  readonly free: Uint32Array;
+  readonly freeCount: number;
+  readonly slots: Int32Array;
+  readonly deletedSlots: number;
+  readonly size: number;
+}
+
 /**
  * Interned names of one kind (users, roles or permissions) in flat typed arrays: the characters
  * of every name in one buffer (one byte each while every name is Latin-1, two once one is not),
@@ -79,6 +93,38 @@ export class NameTable<T extends number> {
   #slots: Int32Array = new Int32Array(32);
   #deletedSlots = 0;
   #size = 0;
+
+  /** The table over buffers another thread filled (see {@link state}); it owns them from now on. */
+  static fromState<T extends number>(s: NameTableState): NameTable<T> {
+    const t = new NameTable<T>();
+    t.#chars = s.chars;
+    t.#charsEnd = s.charsEnd;
+    t.#garbageChars = s.garbageChars;
+    t.#span = s.span;
+    t.#idEnd = s.idEnd;
+    t.#free = s.free;
+    t.#freeCount = s.freeCount;
+    t.#slots = s.slots;
+    t.#deletedSlots = s.deletedSlots;
+    t.#size = s.size;
+    return t;
+  }
+
+  /** The buffers and counters, shared, not copied: for a transfer to another thread, after which this table is not used. */
+  state(): NameTableState {
+    return {
+      chars: this.#chars,
+      charsEnd: this.#charsEnd,
+      garbageChars: this.#garbageChars,
+      span: this.#span,
+      idEnd: this.#idEnd,
+      free: this.#free,
+      freeCount: this.#freeCount,
+      slots: this.#slots,
+      deletedSlots: this.#deletedSlots,
+      size: this.#size,
+    };
+  }
 
   /** Number of live names. */
   get size(): number {

@@ -1,4 +1,5 @@
-import type { Change, ChangeRecord, Snapshot } from '../authz/changes.ts';
+import type { Change, ChangeRecord } from '../authz/changes.ts';
+import type { GraphImage } from '../authz/graph-image.ts';
 import { TenantGraph } from '../authz/graph.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import { ClientIndex } from './client-index.ts';
@@ -11,7 +12,8 @@ import { Graphs } from './graphs.ts';
 export const UNKNOWN_CLIENT: TenantGraph = new TenantGraph(0);
 
 /** Where hydration reads a tenant from (the pool, in the worker). */
-export type SnapshotLoader = (tenant: TenantId) => Promise<Snapshot>;
+/** Reads a tenant's graph (a store's `loadGraph`: built on a pool thread, its buffers moved here). */
+export type GraphLoader = (tenant: TenantId) => Promise<GraphImage>;
 
 /** The changelog of a tenant after a revision, to fill a gap. */
 export type Replay = (since: number) => Promise<readonly ChangeRecord[]>;
@@ -58,7 +60,7 @@ export class TenantCache {
   readonly #index = new ClientIndex();
   /** Until the index is loaded from the database, every tenant goes the normal way. */
   #indexLoaded = false;
-  readonly #load: SnapshotLoader;
+  readonly #load: GraphLoader;
   readonly #inflight = new Map<TenantId, Promise<TenantGraph>>();
   /** The newest revision known per tenant while its hydration is in flight. */
   readonly #floor = new Map<TenantId, number>();
@@ -67,7 +69,7 @@ export class TenantCache {
   readonly #gapWaitMs: number;
   readonly #events: CacheEvents;
 
-  constructor(load: SnapshotLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS, events: CacheEvents = NO_EVENTS) {
+  constructor(load: GraphLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS, events: CacheEvents = NO_EVENTS) {
     this.#load = load;
     this.#gapWaitMs = gapWaitMs;
     this.#events = events;
@@ -305,10 +307,10 @@ export class TenantCache {
   async #hydrate(tenant: TenantId): Promise<TenantGraph> {
     const started = performance.now();
     for (;;) {
-      const snapshot = await this.#load(tenant);
+      const image = await this.#load(tenant);
       const floor = this.#floor.get(tenant) ?? 0;
-      if (snapshot.revision < floor) continue; // a change committed while we read: read again
-      const g = TenantGraph.fromSnapshot(snapshot);
+      if (image.revision < floor) continue; // a change committed while we read: read again
+      const g = TenantGraph.fromImage(image);
       if (g.revision > 0) this.#index.add(tenant);
       this.#graphs.set(tenant, g);
       const held = this.#held.get(tenant);

@@ -1,5 +1,6 @@
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { GraphImage } from '../authz/graph-image.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
@@ -21,6 +22,11 @@ export type { AuditPosition } from '../audit/record.ts';
 export interface TenantStore {
   /** Everything the tenant holds, read in one transaction (revision 0 and empty when unknown). */
   load(tenant: TenantId): Promise<Snapshot>;
+  /**
+   * The same state as the graph's buffers ({@link imageOfSnapshot} of {@link load}), built where
+   * it is read: on a pool thread, so that the worker's event loop only adopts the buffers.
+   */
+  loadGraph(tenant: TenantId): Promise<GraphImage>;
   /** The tenant's committed revision (0 when unknown). */
   revision(tenant: TenantId): Promise<number>;
   /**
@@ -99,7 +105,7 @@ export interface StoreRoles {
  * listed here or nothing builds.
  */
 export const STORE_METHODS = {
-  tenant: ['load', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany'],
+  tenant: ['load', 'loadGraph', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany'],
   audit: ['appendAudit', 'audit', 'pruneAudit'],
   workflow: [
     'putSchedule',

@@ -55,7 +55,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
   const { pooled, store } = openResilientStore(config, log, () => metrics?.retried());
   try {
     const cache = new TenantCache(
-      (tenant) => store.load(tenant),
+      (tenant) => store.loadGraph(tenant),
       config.AUTH_CACHE_MAX_MB * 1024 * 1024,
       undefined,
       cacheEvents(() => metrics),

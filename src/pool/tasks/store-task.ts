@@ -1,7 +1,8 @@
 // Runs in a pool thread: one store connection per thread, opened on the first task. Each
 // adapter has its own task file (sqlite-task, postgres-task), so a thread loads one driver.
 import { setPriority } from 'node:os';
-import { workerData } from 'piscina';
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import { buffersOf, isGraphImage } from '../../authz/graph-image.ts';
 import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
 import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
@@ -40,6 +41,25 @@ async function openChecked<S extends StoreSettings>(open: (settings: S) => Store
   }
 }
 
+/**
+ * A method's value as its reply. A graph image's buffers are moved, not copied: the worker adopts
+ * them as they are (piscina moves a returned value that lists its transferables).
+ */
+function replyOf(value: unknown): TaskReply {
+  const reply: TaskReply = { ok: true, value };
+  if (!isGraphImage(value)) return reply;
+  const buffers = buffersOf(value);
+  return move({
+    get [transferableSymbol]() {
+      return buffers;
+    },
+    get [valueSymbol]() {
+      return reply;
+    },
+    // What arrives is the reply itself: piscina unwraps a moved value on the other side.
+  }) as unknown as TaskReply;
+}
+
 /** The nice value of a background store thread: it yields a contended CPU to the HTTP workers. */
 const BACKGROUND_NICE = 10;
 
@@ -64,7 +84,7 @@ export function storeTask<S extends StoreSettings>(open: (settings: S) => Store)
         opening = undefined;
         throw err;
       });
-      return { ok: true, value: await run(await opening, task) };
+      return replyOf(await run(await opening, task));
     } catch (err) {
       return { ok: false, error: toWire(storeFailure(err, task.method)) };
     }

@@ -8,6 +8,7 @@ import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import type { AuditOfWrite } from '../../audit/record.ts';
 import { run, statement as s, type Db, type PostgresAccess, type Row, type Statement } from './sql.ts';
+import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
 
 const SQL = {
   /** Locks the tenant's row for the rest of the transaction: writers of one tenant queue here. */
@@ -96,6 +97,10 @@ export class PostgresTenants implements TenantStore {
   /** One statement outside a transaction: its rows. */
   async #query(what: string, st: Statement, values: unknown[]): Promise<Row[]> {
     return (await this.#db.query(what, st, values)).rows;
+  }
+
+  async loadGraph(tenant: TenantId): Promise<GraphImage> {
+    return imageOfSnapshot(await this.load(tenant));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {

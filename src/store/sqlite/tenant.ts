@@ -10,6 +10,7 @@ import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { storeFailure } from '../transient.ts';
 import type { AuditOfWrite, AuditRecord } from '../../audit/record.ts';
+import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
 
 type Row = Record<string, unknown>;
 
@@ -44,6 +45,10 @@ export class SqliteTenants implements TenantStore {
     this.#writeMany = (writes) => whenFree(() => manyTx.immediate(writes));
     const loadTx = db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
     this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
+  }
+
+  async loadGraph(tenant: TenantId): Promise<GraphImage> {
+    return imageOfSnapshot(await this.load(tenant));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {

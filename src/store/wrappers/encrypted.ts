@@ -1,5 +1,6 @@
 import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../../authz/changes.ts';
+import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { refusalFor, refused, type RefusalCode } from '../../authz/write-rules.ts';
 import type { FieldCipher } from '../../crypto/field-cipher.ts';
@@ -43,6 +44,11 @@ export class EncryptedStore extends PassingStore implements Store {
       grants: s.grants.map(([role, permission]) => [d(role), d(permission)] as const),
       memberships: s.memberships.map(([user, role]) => [d(user), d(role)] as const),
     };
+  }
+
+  /** Built from the decrypted rows: the adapter's own would intern the encrypted names. */
+  override async loadGraph(tenant: TenantId): Promise<GraphImage> {
+    return imageOfSnapshot(await this.load(tenant));
   }
 
   override async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {

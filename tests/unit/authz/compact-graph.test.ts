@@ -6,7 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { MessageChannel } from 'node:worker_threads';
 import { TenantGraph } from '../../../src/authz/graph.ts';
+import { buffersOf, imageOfSnapshot, type GraphImage } from '../../../src/authz/graph-image.ts';
 import { Adjacency } from '../../../src/authz/adjacency.ts';
 import { NameTable } from '../../../src/authz/name-table.ts';
 import { knownResourceIds } from '../../../src/authz/resources.ts';
@@ -80,6 +82,37 @@ test('the compact graph answers every read as the brute-force model does, throug
       assertSame(TenantGraph.fromSnapshot(m.snapshot()), m, USERS, ROLES, PERMS);
     }),
     { seed: 2201, numRuns: 150 },
+  );
+});
+
+/** An image carried through a real message port with its buffers moved, as a pool thread sends it. */
+function moved(image: GraphImage): Promise<GraphImage> {
+  const { port1, port2 } = new MessageChannel();
+  return new Promise((resolve) => {
+    port2.once('message', (m: GraphImage) => {
+      port1.close();
+      resolve(m);
+    });
+    port1.postMessage(image, buffersOf(image));
+  });
+}
+
+test('a graph built from a snapshot, moved to another port as its buffers and adopted, answers as the model and takes changes after', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.array(changeArb, { minLength: 20, maxLength: 120 }), fc.array(changeArb, { maxLength: 30 }), async (before, after) => {
+      const m = new RbacModel();
+      for (const c of before) m.applyLeniently(c);
+      const image = imageOfSnapshot(m.snapshot());
+      const g = TenantGraph.fromImage(await moved(image));
+      assert.equal(image.userNames.chars.byteLength, 0, 'the sender no longer holds the buffers');
+      assertSame(g, m, USERS, ROLES, PERMS);
+      after.forEach((c, i) => {
+        assert.equal(g.apply(c, m.revision + i + 1), 'applied');
+      });
+      for (const c of after) m.applyLeniently(c);
+      assertSame(g, m, USERS, ROLES, PERMS);
+    }),
+    { seed: 2203, numRuns: 60 },
   );
 });
 

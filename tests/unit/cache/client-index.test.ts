@@ -10,6 +10,7 @@ import { ClientIndex } from '../../../src/cache/client-index.ts';
 import { EMPTY_GRAPHS_MAX } from '../../../src/cache/graphs.ts';
 import { TenantCache, UNKNOWN_CLIENT } from '../../../src/cache/index.ts';
 import { randomTenant, tenantId } from '../../helpers/tenants.ts';
+import { imageOfSnapshot, type GraphImage } from '../../../src/authz/graph-image.ts';
 
 const EMPTY: Snapshot = { revision: 0, roles: [], grants: [], memberships: [] };
 const ONE_ROLE: Snapshot = { revision: 1, roles: [['r', '']], grants: [], memberships: [['u', 'r']] };
@@ -19,9 +20,9 @@ const noReplay = async () => [];
 function cacheOver(stored: Map<TenantId, Snapshot>, maxBytes = 1 << 20): { cache: TenantCache; loads: TenantId[]; evictions: number[] } {
   const loads: TenantId[] = [];
   const evictions = [0];
-  const load = async (t: TenantId): Promise<Snapshot> => {
+  const load = async (t: TenantId): Promise<GraphImage> => {
     loads.push(t);
-    return stored.get(t) ?? EMPTY;
+    return imageOfSnapshot(stored.get(t) ?? EMPTY);
   };
   const events = { hydrated: () => undefined, evicted: () => void evictions[0]!++, gap: () => undefined };
   return { cache: new TenantCache(load, maxBytes, undefined, events), loads, evictions };

@@ -8,6 +8,7 @@ import type { Change, ChangeRecord, Snapshot } from '../../../src/authz/changes.
 import { TenantCache } from '../../../src/cache/index.ts';
 import { tenantId } from '../../helpers/tenants.ts';
 import { sleep } from '../../helpers/wait.ts';
+import { imageOfSnapshot } from '../../../src/authz/graph-image.ts';
 
 const T = tenantId('tenant');
 const grant = (permission: string): Change => ({ op: 'permission.grant', role: 'r', permission });
@@ -17,7 +18,7 @@ const base: Snapshot = { revision: 1, roles: [['r', '']], grants: [], membership
 async function cacheAt1(gapWaitMs: number): Promise<{ cache: TenantCache; log: ChangeRecord[]; replays: number[] }> {
   const log: ChangeRecord[] = [];
   const replays: number[] = [];
-  const cache = new TenantCache(async () => base, 1 << 20, gapWaitMs);
+  const cache = new TenantCache(async () => imageOfSnapshot(base), 1 << 20, gapWaitMs);
   await cache.load(T);
   return { cache, log, replays };
 }

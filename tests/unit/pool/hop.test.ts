@@ -17,6 +17,7 @@ import { openStore, type StoreSettings } from '../../../src/store/index.ts';
 import type { Store } from '../../../src/store/port.ts';
 import { prepared } from '../../../src/store/sqlite/prepared.ts';
 import { randomTenant } from '../../helpers/tenants.ts';
+import { TenantGraph } from '../../../src/authz/graph.ts';
 
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -75,6 +76,16 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
   );
   assert.deepEqual(await pooled.changes(tenant, 1, 2), await direct.changes(tenant, 1, 2));
   assert.deepEqual(await pooled.load(tenant), await direct.load(tenant));
+  // The graph built in the thread arrives as its buffers, moved: the same graph as built here.
+  const moved = TenantGraph.fromImage(await pooled.loadGraph(tenant));
+  const here = TenantGraph.fromSnapshot(await direct.load(tenant));
+  assert.equal(moved.revision, here.revision);
+  assert.equal(moved.estimatedBytes, here.estimatedBytes);
+  assert.deepEqual(moved.members('ops'), ['alice', 'bob']);
+  assert.deepEqual(moved.whichUsersCan('deploy'), here.whichUsersCan('deploy'));
+  assert.equal(moved.description('ops'), 'Ops ✓');
+  assert.equal(moved.check('alice', 'deploy'), true);
+  assert.equal(moved.check('carol', 'deploy'), false);
   assert.deepEqual(await pooled.revisions([tenant, randomTenant()]), [[tenant, 4]]);
   assert.equal(await pooled.revision(tenant), 4);
   await pooled.appendAudit([audit(tenant, 'check')]);

@@ -8,6 +8,7 @@ import { toWire } from '../../../src/errors/index.ts';
 import { CircuitOpenError, ResilientStore } from '../../../src/store/wrappers/resilient.ts';
 import { backoffMs, withRetry } from '../../../src/store/wrappers/retry.ts';
 import { tenantId } from '../../helpers/tenants.ts';
+import { imageOfSnapshot } from '../../../src/authz/graph-image.ts';
 
 const T = tenantId('t');
 
@@ -131,6 +132,7 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
   const committed: WriteOutcome = { ok: true, revision: 1, change: { op: 'role.create', role: 'r', description: '' } } as unknown as WriteOutcome;
   const store: Store = {
     load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
+    loadGraph: () => hit(imageOfSnapshot({ revision: 0, roles: [], grants: [], memberships: [] })),
     revision: () => hit(0),
     revisions: () => hit([]),
     tenantsSince: () => hit({ tenants: [], cursor: '0' }),
