@@ -67,11 +67,18 @@ function buildMemberships(parts: GraphParts, memberships: Snapshot['memberships'
   const userOf = new Uint32Array(memberships.length);
   const roleOf = new Uint32Array(memberships.length);
   let n = 0;
+  // Stores send the rows by user: a user's rows come together and are interned once.
+  let lastUser: string | undefined;
+  let lastId = 0;
   for (const [user, role] of memberships) {
     const r = roleNames.id(role);
     if (r === undefined) continue;
+    if (user !== lastUser) {
+      lastId = userNames.intern(user);
+      lastUser = user;
+    }
     roleOf[n] = r;
-    userOf[n++] = userNames.intern(user);
+    userOf[n++] = lastId;
   }
   fill(rolesOfUser, userNames.idEnd, userOf, roleOf, n);
   const perRole = new Uint32Array(roleNames.idEnd);

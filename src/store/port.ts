@@ -20,7 +20,11 @@ export type { AuditPosition } from '../audit/record.ts';
 
 /** A tenant's graph: its state, revisions and changelog, and the writes that move it. */
 export interface TenantStore {
-  /** Everything the tenant holds, read in one transaction (revision 0 and empty when unknown). */
+  /**
+   * Everything the tenant holds, read in one transaction (revision 0 and empty when unknown).
+   * Memberships come by user then role, in the database's key order: the graph interns a user
+   * once for all its rows, and needs no sort when that order is code-point order.
+   */
   load(tenant: TenantId): Promise<Snapshot>;
   /**
    * The same state as the graph's buffers ({@link imageOfSnapshot} of {@link load}), built where

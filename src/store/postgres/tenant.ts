@@ -69,7 +69,7 @@ const SQL = {
           FROM roles r WHERE r.client_id = c.id) AS roles,
        (SELECT json_agg(json_build_array(g.role, g.permission) ORDER BY g.role, g.permission)
           FROM grants g WHERE g.client_id = c.id) AS grants,
-       (SELECT json_agg(json_build_array(m."user", m.role) ORDER BY m.role, m."user")
+       (SELECT json_agg(json_build_array(m."user", m.role) ORDER BY m."user", m.role)
           FROM memberships m WHERE m.client_id = c.id) AS memberships
      FROM clients c WHERE c.hash = $1`,
   ),

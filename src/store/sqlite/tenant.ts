@@ -183,7 +183,8 @@ function prepare(db: Database.Database) {
     bumpRevision: prepared(db, 'UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
     roles: prepared(db, 'SELECT role, description FROM roles WHERE client_id = ?'),
     grants: prepared(db, 'SELECT role, permission FROM grants WHERE client_id = ?'),
-    memberships: prepared(db, 'SELECT user, role FROM memberships WHERE client_id = ?'),
+    // By user, from the covering index: the graph then interns each user once and needs no sort.
+    memberships: prepared(db, 'SELECT user, role FROM memberships INDEXED BY memberships_by_user WHERE client_id = ? ORDER BY user, role'),
     roleExists: prepared(db, 'SELECT 1 FROM roles WHERE client_id = ? AND role = ?'),
     insertRole: prepared(db, 'INSERT INTO roles (client_id, role, description) VALUES (?, ?, ?)'),
     deleteRole: prepared(db, 'DELETE FROM roles WHERE client_id = ? AND role = ?'),
