@@ -135,7 +135,7 @@ export class ApiHandler {
 
   /** The principal's graph when cached (or the empty client's), counted as a hit, a miss or an unknown client. */
   #graphOf(principal: Principal): TenantGraph | undefined {
-    const g = this.#p.cache.get(principal.tenant);
+    const g = principal.neverWrote === true ? UNKNOWN_CLIENT : this.#p.cache.get(principal.tenant);
     if (g === UNKNOWN_CLIENT) this.#p.metrics.unknownClient();
     else this.#p.metrics.cache(g !== undefined);
     return g;

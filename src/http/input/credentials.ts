@@ -25,6 +25,11 @@ export interface Principal {
   readonly credential: string;
   /** When it stops being valid (ms since the epoch); Infinity for a key. */
   readonly expiresAtMs: number;
+  /**
+   * True for a key whose client has certainly never written (the client index said so while the
+   * request was read): its answers are the empty client's, without a cache look-up.
+   */
+  readonly neverWrote?: boolean;
 }
 
 /**
@@ -67,8 +72,8 @@ export class Credentials {
     }
     const key = bearer(header);
     if (key === undefined || !isUuidV4(key)) return undefined;
-    const principal = new KeyPrincipal(tenantOfKey(key));
-    return this.#mayExist(principal.tenant) ? this.#remember(header, principal) : principal;
+    const tenant = tenantOfKey(key);
+    return this.#mayExist(tenant) ? this.#remember(header, new KeyPrincipal(tenant, false)) : new KeyPrincipal(tenant, true);
   }
 
   /** Whether the header holds something shaped like a token that {@link verify} should judge. */
@@ -108,9 +113,11 @@ class KeyPrincipal implements Principal {
   readonly tenant: TenantId;
   readonly scope = 'key';
   readonly expiresAtMs = Infinity;
+  readonly neverWrote: boolean;
 
-  constructor(tenant: TenantId) {
+  constructor(tenant: TenantId, neverWrote: boolean) {
     this.tenant = tenant;
+    this.neverWrote = neverWrote;
   }
 
   get credential(): string {
