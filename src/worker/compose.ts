@@ -18,7 +18,7 @@ import { AuditTrail } from '../audit/trail.ts';
 import { startAuditRetention } from '../audit/retention.ts';
 import { fanOut } from './fan-out.ts';
 import type { Stoppable } from './lifecycle.ts';
-import { counted } from './metrics.ts';
+import { counted, countedSchedule } from './metrics.ts';
 import { applyChangesFrom, measuredReplay } from './remote-changes.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
@@ -125,8 +125,8 @@ function backendOf(store: ResilientStore, pipeline: WritePipeline, trail: AuditT
     recordAudit: (row) => trail.record(row),
     changes: (tenant, since, limit) => store.changes(tenant, since, limit),
     revision: (tenant) => store.revision(tenant),
-    putSchedule: (schedule, nowMs, audit) => pipeline.putSchedule(schedule, nowMs, audit),
-    deleteSchedule: (tenant, workflow, audit) => pipeline.deleteSchedule(tenant, workflow, audit),
+    putSchedule: (schedule, nowMs, audit) => countedSchedule(pipeline.putSchedule(schedule, nowMs, audit), 'workflow.schedule', metrics),
+    deleteSchedule: (tenant, workflow, audit) => countedSchedule(pipeline.deleteSchedule(tenant, workflow, audit), 'workflow.unschedule', metrics),
     schedules: (tenant) => store.schedules(tenant),
     runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
     notReady: () => notReady(store, redis),

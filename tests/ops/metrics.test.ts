@@ -220,3 +220,22 @@ test('the metrics port serves only GET /metrics', async () => {
   assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/`)).status, 404);
   assert.equal((await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { method: 'POST' })).status, 404);
 });
+
+test('workflow schedule changes count as writes: one scheduled, one unscheduled, one not found', async () => {
+  const client = server.client(randomUUID());
+  const of = (e: Exposition, op: string, result: string): number => sum(e, 'rbac_writes_total', (l) => l.op === op && l.result === result);
+  const counts = (e: Exposition): number[] => [
+    of(e, 'workflow.schedule', 'ok'),
+    of(e, 'workflow.unschedule', 'ok'),
+    of(e, 'workflow.unschedule', 'ERR_WORKFLOW_SCHEDULE_NOT_FOUND'),
+  ];
+  const before = counts(parse(await scrape()));
+  assert.equal((await client.scheduleWorkflow('nightly', { interval_seconds: 3600 })).status, 201);
+  assert.equal((await client.unscheduleWorkflow('nightly')).status, 200);
+  assert.equal((await client.unscheduleWorkflow('nightly')).status, 404);
+  const after = counts(parse(await scrape()));
+  assert.deepEqual(
+    after.map((n, i) => n - (before[i] ?? 0)),
+    [1, 1, 1],
+  );
+});
