@@ -194,6 +194,18 @@ const outputDir = givenOutputDir || mkdtempSync(join(tmpdir(), 'rbac-test-output
 mkdirSync(outputDir, { recursive: true });
 process.env.RBAC_TEST_OUTPUT_DIR = outputDir;
 
+// The servers the tests start run the compiled service (tests/helpers/launcher.ts TEST_ENTRY):
+// built here once, instead of tsx compiling src/ in every server process the suites start.
+if (process.env.AUTH_TEST_ENTRY === undefined) {
+  const built = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  if (built.status !== 0) {
+    console.error('tsc -p tsconfig.build.json failed: the servers the tests start run its output');
+    process.exit(1);
+  }
+  process.env.AUTH_TEST_ENTRY = 'dist/main.js';
+}
+console.log(`# servers run ${process.env.AUTH_TEST_ENTRY}`);
+
 let status = run(selected);
 if (only.length === 0 && process.env.AUTH_TEST_HTTP_ENGINE === undefined) {
   console.log(`\n# the HTTP suites again, on node:http: ${onOtherEngine.join(' ')}\n`);

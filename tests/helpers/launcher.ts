@@ -36,7 +36,7 @@ export function freePort(): Promise<number> {
 export interface LaunchOptions {
   /** The whole environment of the process (nothing is inherited). */
   env: Record<string, string>;
-  /** Relative to the project root; `.js` runs on plain node, anything else through tsx. Default `src/main.ts`. */
+  /** Relative to the project root; `.js` runs on plain node, anything else through tsx. Default {@link TEST_ENTRY}. */
   entry?: string | undefined;
   /** CPU list for taskset (`1`, `0-2`): pins the process and every thread it starts. */
   cpus?: string | undefined;
@@ -65,11 +65,19 @@ export interface Launched {
   stop(graceMs?: number): Promise<number | null>;
 }
 
-const entryArgs = (entry: string): string[] => (/\.[cm]?js$/.test(entry) ? [entry] : ['--import', 'tsx', entry]);
+/**
+ * The service the tests start: AUTH_TEST_ENTRY, which tests/run.mjs sets to the compiled
+ * `dist/main.js` it builds first (a server then starts in a fraction of the time tsx takes to
+ * compile src/ in each of its processes), else `src/main.ts` through tsx.
+ */
+export const TEST_ENTRY = process.env.AUTH_TEST_ENTRY || 'src/main.ts';
+
+/** Node's arguments to run `entry`: `.js` on plain node, anything else through tsx. */
+export const entryArgs = (entry: string = TEST_ENTRY): string[] => (/\.[cm]?js$/.test(entry) ? [entry] : ['--import', 'tsx', entry]);
 
 /** Starts the gateway and resolves once it listens; throws (with its output) when it exits or times out first. */
 export async function launchGateway(options: LaunchOptions): Promise<Launched> {
-  const args = entryArgs(options.entry ?? 'src/main.ts');
+  const args = entryArgs(options.entry ?? TEST_ENTRY);
   const [file, argv] = options.cpus === undefined ? [process.execPath, args] : ['taskset', ['-c', options.cpus, process.execPath, ...args]];
   const group = options.group === true;
   const proc = spawn(file, argv, { cwd: ROOT, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: group });

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { RbacClient, type ClientOptions } from '../../src/client/index.ts';
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from './leak-record.ts';
-import { freePort, launchGateway, ROOT, type Launched } from './launcher.ts';
+import { entryArgs, freePort, launchGateway, ROOT, type Launched } from './launcher.ts';
 
 export { rememberSecret } from './leak-record.ts';
 
@@ -68,7 +68,7 @@ export function engineEnv(): Record<string, string> {
   return engine === undefined || engine === '' ? {} : { AUTH_HTTP_ENGINE: engine };
 }
 
-/** Starts `src/main.ts` as a child process on a free port and waits until it listens. */
+/** Starts the service (see TEST_ENTRY) as a child process on a free port and waits until it listens. */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   for (let attempt = 1; ; attempt++) {
     try {
@@ -170,7 +170,7 @@ export function runToExit(env: Record<string, string>, timeoutMs = START_TIMEOUT
   return new Promise((resolve) => {
     const fullEnv = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', AUTH_METRICS_PORT: '0', ...engineEnv(), ...env };
     rememberEnvSecrets(fullEnv);
-    const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const proc = spawn(process.execPath, entryArgs(), {
       cwd: ROOT,
       env: fullEnv,
       stdio: ['ignore', 'pipe', 'pipe'],

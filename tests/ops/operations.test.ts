@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
 import { AccessLog, type AccessSeries } from '../../src/log/access.ts';
 import type { Logger } from '../../src/log/index.ts';
+import { entryArgs } from '../helpers/launcher.ts';
 import { answeredBy, rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-record.ts';
 import { engineEnv, freePort, ROOT, runToExit, START_TIMEOUT_MS, tempDir } from '../helpers/server.ts';
@@ -61,7 +62,7 @@ async function startOnce(t: { after(fn: () => unknown): void }, extra: Record<st
     ...extra,
   };
   rememberEnvSecrets(env);
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const proc = spawn(process.execPath, entryArgs(), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const pid = proc.pid as number;
   const sink = outputSink('operations', port);
   let out = '';
