@@ -29,22 +29,57 @@ export function emptyParts(): GraphParts {
   };
 }
 
-/**
- * Builds the parts of a snapshot's graph in bulk: each relation is counted, laid out once and
- * filled, with no per-row insert. Users are interned in name order, so appending them to their
- * roles in id order leaves every role's members sorted by name without comparing a name.
- * Grants and memberships naming an unknown role are ignored, as the changes would be.
- */
+/** Visits every membership as (user, role), a user's rows one after another where the source can. */
+export type Memberships = (visit: (user: string, role: string) => void) => void;
+
+/** The parts of a snapshot's graph (see {@link buildFromRows}). */
 export function buildFromSnapshot(s: Snapshot): GraphParts {
+  return buildFromRows(s.roles, s.grants, (visit) => {
+    for (const [user, role] of s.memberships) visit(user, role);
+  });
+}
+
+/**
+ * Builds the parts of a graph in bulk: each relation is counted, laid out once and filled, with
+ * no per-row insert. Users are interned in name order, so appending them to their roles in id
+ * order leaves every role's members sorted by name without comparing a name. Grants and
+ * memberships naming an unknown role are ignored, as the changes would be.
+ */
+export function buildFromRows(roles: Snapshot['roles'], grants: Snapshot['grants'], memberships: Memberships): GraphParts {
   const parts = emptyParts();
   const { roleNames, descriptions } = parts;
-  for (const [role, description] of s.roles) {
+  for (const [role, description] of roles) {
     if (roleNames.id(role) !== undefined) continue;
     descriptions[roleNames.intern(role)] = description;
   }
-  buildGrants(parts, s.grants);
-  buildMemberships(parts, s.memberships);
+  buildGrants(parts, grants);
+  buildMemberships(parts, memberships);
   return parts;
+}
+
+/**
+ * Memberships as a database can aggregate them: one row per user with its roles joined by
+ * `separator`, a character no name may hold (docs/api.md §4). Far fewer rows and strings to make
+ * than one row per membership.
+ */
+export function groupedMemberships(rows: ReadonlyArray<readonly [user: string, roles: string]>, separator: string): Memberships {
+  return (visit) => {
+    for (const [user, roles] of rows) {
+      for (let start = 0; ;) {
+        const end = roles.indexOf(separator, start);
+        visit(user, end === -1 ? roles.slice(start) : roles.slice(start, end));
+        if (end === -1) break;
+        start = end + 1;
+      }
+    }
+  };
+}
+
+/** A copy of `a` with twice the room. */
+function doubled(a: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
+  const b = new Uint32Array(a.length * 2);
+  b.set(a);
+  return b;
 }
 
 function buildGrants(parts: GraphParts, grants: Snapshot['grants']): void {
@@ -62,24 +97,28 @@ function buildGrants(parts: GraphParts, grants: Snapshot['grants']): void {
   fill(rolesOfPerm, permNames.idEnd, permOf, roleOf, n);
 }
 
-function buildMemberships(parts: GraphParts, memberships: Snapshot['memberships']): void {
+function buildMemberships(parts: GraphParts, memberships: Memberships): void {
   const { roleNames, userNames, rolesOfUser, membersOfRole } = parts;
-  const userOf = new Uint32Array(memberships.length);
-  const roleOf = new Uint32Array(memberships.length);
+  let userOf = new Uint32Array(1024);
+  let roleOf = new Uint32Array(1024);
   let n = 0;
   // Stores send the rows by user: a user's rows come together and are interned once.
   let lastUser: string | undefined;
   let lastId = 0;
-  for (const [user, role] of memberships) {
+  memberships((user, role) => {
     const r = roleNames.id(role);
-    if (r === undefined) continue;
+    if (r === undefined) return;
     if (user !== lastUser) {
       lastId = userNames.intern(user);
       lastUser = user;
     }
+    if (n === userOf.length) {
+      userOf = doubled(userOf);
+      roleOf = doubled(roleOf);
+    }
     roleOf[n] = r;
     userOf[n++] = lastId;
-  }
+  });
   fill(rolesOfUser, userNames.idEnd, userOf, roleOf, n);
   const perRole = new Uint32Array(roleNames.idEnd);
   for (let i = 0; i < userNames.idEnd; i++) forEachRole(rolesOfUser, i, (r) => (perRole[r] = (perRole[r] as number) + 1));

@@ -1,6 +1,6 @@
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
-import type { GraphImage } from '../authz/graph-image.ts';
+import { buffersOf, isGraphImage, type GraphImage } from '../authz/graph-image.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
@@ -130,6 +130,14 @@ type Listed = (typeof STORE_METHODS)[keyof typeof STORE_METHODS][number];
 /** True only when every method of the ports is listed (the other way round is `satisfies` above). */
 const LISTED_ALL: [StoreMethod] extends [Listed] ? true : never = true;
 void LISTED_ALL;
+
+/**
+ * The buffers a store method's value may give up to the thread that asked, rather than have them
+ * copied (a graph image's: a hydration's whole graph); undefined for a value to copy.
+ */
+export function movableBuffers(value: unknown): ArrayBuffer[] | undefined {
+  return isGraphImage(value) ? buffersOf(value) : undefined;
+}
 
 /** Every name of {@link STORE_METHODS}. */
 export const ALL_STORE_METHODS: readonly StoreMethod[] = Object.values(STORE_METHODS).flat();

@@ -2,12 +2,11 @@
 // adapter has its own task file (sqlite-task, postgres-task), so a thread loads one driver.
 import { setPriority } from 'node:os';
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
-import { buffersOf, isGraphImage } from '../../authz/graph-image.ts';
 import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
 import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
 import type { StoreSettings } from '../../store/settings.ts';
-import { ALL_STORE_METHODS, type Store } from '../../store/port.ts';
+import { ALL_STORE_METHODS, movableBuffers, type Store } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
 import { EncryptedStore } from '../../store/wrappers/encrypted.ts';
 import { callOf } from '../../store/wrappers/passing.ts';
@@ -42,13 +41,14 @@ async function openChecked<S extends StoreSettings>(open: (settings: S) => Store
 }
 
 /**
- * A method's value as its reply. A graph image's buffers are moved, not copied: the worker adopts
- * them as they are (piscina moves a returned value that lists its transferables).
+ * A method's value as its reply. Buffers the port says may move (a graph image's) are moved, not
+ * copied: the worker adopts them as they are (piscina moves a returned value that lists its
+ * transferables).
  */
 function replyOf(value: unknown): TaskReply {
   const reply: TaskReply = { ok: true, value };
-  if (!isGraphImage(value)) return reply;
-  const buffers = buffersOf(value);
+  const buffers = movableBuffers(value);
+  if (buffers === undefined) return reply;
   return move({
     get [transferableSymbol]() {
       return buffers;

@@ -10,9 +10,21 @@ import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { storeFailure } from '../transient.ts';
 import type { AuditOfWrite, AuditRecord } from '../../audit/record.ts';
-import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
+import { imageOf, type GraphImage } from '../../authz/graph-image.ts';
+import { buildFromRows, emptyParts, groupedMemberships } from '../../authz/snapshot-build.ts';
 
 type Row = Record<string, unknown>;
+
+/** Joins a user's roles in one row of a hydration: no name may hold it (docs/api.md §4). */
+const ROLE_SEPARATOR = ',';
+
+/** A tenant's rows as a hydration reads them: memberships one row per user, roles joined. */
+interface GraphRows {
+  readonly revision: number;
+  readonly roles: Array<[string, string]>;
+  readonly grants: Array<[string, string]>;
+  readonly rolesOfUsers: Array<[string, string]>;
+}
 
 /**
  * The tenants' graphs on SQLite (see TenantStore): their state, revisions, changelog and writes.
@@ -25,6 +37,7 @@ export class SqliteTenants implements TenantStore {
   readonly #insertAudit: (r: AuditRecord) => void;
   readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
   readonly #load: (tenant: TenantId) => Snapshot;
+  readonly #loadRows: (tenant: TenantId) => GraphRows | undefined;
 
   constructor(db: Database.Database, insertAudit: (r: AuditRecord) => void) {
     this.#stmt = prepare(db);
@@ -45,10 +58,15 @@ export class SqliteTenants implements TenantStore {
     this.#writeMany = (writes) => whenFree(() => manyTx.immediate(writes));
     const loadTx = db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
     this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
+    const rowsTx = db.transaction((tenant: TenantId) => this.#readRows(tenant));
+    this.#loadRows = (tenant) => whenFree(() => rowsTx.deferred(tenant));
   }
 
+  /** Read in one transaction, built after it: memberships come one row per user (see groupedMemberships). */
   async loadGraph(tenant: TenantId): Promise<GraphImage> {
-    return imageOfSnapshot(await this.load(tenant));
+    const rows = this.#loadRows(tenant);
+    if (rows === undefined) return imageOf(0, emptyParts());
+    return imageOf(rows.revision, buildFromRows(rows.roles, rows.grants, groupedMemberships(rows.rolesOfUsers, ROLE_SEPARATOR)));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {
@@ -86,6 +104,18 @@ export class SqliteTenants implements TenantStore {
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
     return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
+  }
+
+  #readRows(tenant: TenantId): GraphRows | undefined {
+    const row = this.#stmt.tenantRow.get(tenant) as Row | undefined;
+    if (row === undefined) return undefined;
+    const id = row.id;
+    return {
+      revision: Number(row.revision),
+      roles: this.#stmt.roles.raw().all(id) as Array<[string, string]>,
+      grants: this.#stmt.grants.raw().all(id) as Array<[string, string]>,
+      rolesOfUsers: this.#stmt.rolesOfUsers.raw().all(id) as Array<[string, string]>,
+    };
   }
 
   #readSnapshot(tenant: TenantId): Snapshot {
@@ -185,6 +215,12 @@ function prepare(db: Database.Database) {
     grants: prepared(db, 'SELECT role, permission FROM grants WHERE client_id = ?'),
     // By user, from the covering index: the graph then interns each user once and needs no sort.
     memberships: prepared(db, 'SELECT user, role FROM memberships INDEXED BY memberships_by_user WHERE client_id = ? ORDER BY user, role'),
+    // A user's roles in one row, read in user order from the covering index: a fifth of the rows
+    // and strings a million memberships would take one row each.
+    rolesOfUsers: prepared(
+      db,
+      `SELECT user, group_concat(role, '${ROLE_SEPARATOR}') FROM memberships INDEXED BY memberships_by_user WHERE client_id = ? GROUP BY user ORDER BY user`,
+    ),
     roleExists: prepared(db, 'SELECT 1 FROM roles WHERE client_id = ? AND role = ?'),
     insertRole: prepared(db, 'INSERT INTO roles (client_id, role, description) VALUES (?, ?, ?)'),
     deleteRole: prepared(db, 'DELETE FROM roles WHERE client_id = ? AND role = ?'),

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import type { Change, ChangeRecord, WriteOutcome } from '../../../../src/authz/changes.ts';
+import { TenantGraph } from '../../../../src/authz/graph.ts';
 import type { TenantId } from '../../../../src/authz/tenant.ts';
 import type { Store } from '../../../../src/store/port.ts';
 import { TIMESTAMP_RE } from '../../../helpers/contract.ts';
@@ -249,5 +250,36 @@ export function writesCases(topic: StoreTopic): void {
       r.change.op === 'role.create' ? r.change.description : undefined,
     );
     assert.deepEqual(created, DESCRIPTIONS);
+  });
+
+  it('loadGraph builds the graph that load holds: the rows a hydration reads its own way', async () => {
+    const t = tenant();
+    const unknown = TenantGraph.fromImage(await topic.store.loadGraph(tenant()));
+    assert.deepEqual([unknown.revision, unknown.roles()], [0, []]);
+    const roles = ['r1', 'r2', 'r3', 'gone'];
+    const users = ['a', 'b', 'c|d', 'e.f:g@h+i_j-k', 'L'.repeat(128)];
+    const changes: Change[] = [
+      ...roles.map((role) => ({ op: 'role.create' as const, role, description: `about ${role}` })),
+      ...roles.flatMap((role, i) => ['p1', 'p2', `p${i + 3}`].map((permission) => ({ op: 'permission.grant' as const, role, permission }))),
+      ...users.flatMap((user, i) => roles.filter((_, j) => (i + j) % 2 === 0).map((role) => ({ op: 'membership.add' as const, user, role }))),
+      { op: 'role.delete', role: 'gone' },
+      { op: 'membership.remove', user: 'a', role: 'r1' },
+    ];
+    for (const change of changes) assert.ok((await writeOne(topic.store, t, change)).ok, JSON.stringify(change));
+    const built = TenantGraph.fromImage(await topic.store.loadGraph(t));
+    const loaded = TenantGraph.fromSnapshot(await topic.store.load(t));
+    assert.equal(built.revision, changes.length);
+    assert.deepEqual(built.roles(), loaded.roles());
+    for (const role of roles) {
+      assert.deepEqual(
+        [built.members(role), built.rolePermissions(role), built.description(role)],
+        [loaded.members(role), loaded.rolePermissions(role), loaded.description(role)],
+        role,
+      );
+    }
+    for (const user of [...users, 'nobody'])
+      assert.deepEqual([built.userRoles(user), built.userPermissions(user)], [loaded.userRoles(user), loaded.userPermissions(user)], user);
+    for (const p of ['p1', 'p2', 'p3', 'p5', 'p6']) assert.deepEqual(built.whichUsersCan(p), loaded.whichUsersCan(p), p);
+    assert.deepEqual(built.userRoles('a'), ['r3']);
   });
 }
