@@ -37,6 +37,7 @@ const files = [
   'tests/unit/authz/compact-graph.test.ts',
   'tests/unit/authz/estimate.test.ts',
   'tests/unit/authz/names.test.ts',
+  'tests/unit/authz/grouped-memberships.test.ts',
   'tests/unit/errors/catalogue.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',

@@ -75,6 +75,31 @@ export function groupedMemberships(rows: ReadonlyArray<readonly [user: string, r
   };
 }
 
+/**
+ * Memberships as one text: a line per user, `user<sep>role<sep>role…`, lines joined by `lineSep`;
+ * neither separator may be in a name (docs/api.md §4). One value to carry instead of a row per
+ * membership.
+ */
+export function joinedMemberships(text: string, lineSep: string, sep: string): Memberships {
+  return (visit) => {
+    for (let at = 0; at < text.length;) {
+      let lineEnd = text.indexOf(lineSep, at);
+      if (lineEnd === -1) lineEnd = text.length;
+      let end = text.indexOf(sep, at);
+      if (end !== -1 && end < lineEnd) {
+        const user = text.slice(at, end);
+        do {
+          const start = end + 1;
+          end = text.indexOf(sep, start);
+          if (end === -1 || end > lineEnd) end = lineEnd;
+          visit(user, text.slice(start, end));
+        } while (end < lineEnd);
+      }
+      at = lineEnd + 1;
+    }
+  };
+}
+
 /** A copy of `a` with twice the room. */
 function doubled(a: Uint32Array<ArrayBuffer>): Uint32Array<ArrayBuffer> {
   const b = new Uint32Array(a.length * 2);

@@ -8,7 +8,8 @@ import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import type { AuditOfWrite } from '../../audit/record.ts';
 import { run, statement as s, type Db, type PostgresAccess, type Row, type Statement } from './sql.ts';
-import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
+import { imageOf, type GraphImage } from '../../authz/graph-image.ts';
+import { buildFromRows, emptyParts, joinedMemberships } from '../../authz/snapshot-build.ts';
 
 const SQL = {
   /** Locks the tenant's row for the rest of the transaction: writers of one tenant queue here. */
@@ -73,6 +74,22 @@ const SQL = {
           FROM memberships m WHERE m.client_id = c.id) AS memberships
      FROM clients c WHERE c.hash = $1`,
   ),
+  /**
+   * The same snapshot for a hydration, memberships as one text (see joinedMemberships): a line
+   * per user, `user,role,role…`, lines joined by spaces. Commas and spaces are in no name.
+   */
+  loadGraph: s(
+    'loadGraph',
+    `SELECT c.revision,
+       (SELECT json_agg(json_build_array(r.role, encode(r.description, 'hex')) ORDER BY r.role)
+          FROM roles r WHERE r.client_id = c.id) AS roles,
+       (SELECT json_agg(json_build_array(g.role, g.permission) ORDER BY g.role, g.permission)
+          FROM grants g WHERE g.client_id = c.id) AS grants,
+       (SELECT string_agg(u.line, ' ' ORDER BY u."user")
+          FROM (SELECT m."user", m."user" || ',' || string_agg(m.role, ',') AS line
+                  FROM memberships m WHERE m.client_id = c.id GROUP BY m."user") u) AS memberships
+     FROM clients c WHERE c.hash = $1`,
+  ),
   changes: s(
     'changes',
     `SELECT l.revision, l.op, l.role, l.permission, l."user", l.description, l.at
@@ -87,6 +104,11 @@ const SQL = {
  * one tenant, from any process or instance, queue there and each sees the state the previous one
  * committed: revisions are unique and gapless.
  */
+/** The roles of a snapshot row, descriptions decoded (they travel as hex: any text survives JSON). */
+function rolesOf(row: Row): Array<[string, string]> {
+  return ((row.roles ?? []) as Array<[string, string]>).map(([role, hex]) => [role, Buffer.from(hex, 'hex').toString('utf8')]);
+}
+
 export class PostgresTenants implements TenantStore {
   readonly #db: PostgresAccess;
 
@@ -100,16 +122,18 @@ export class PostgresTenants implements TenantStore {
   }
 
   async loadGraph(tenant: TenantId): Promise<GraphImage> {
-    return imageOfSnapshot(await this.load(tenant));
+    const row = (await this.#query('loadGraph', SQL.loadGraph, [tenant]))[0];
+    if (row === undefined) return imageOf(0, emptyParts());
+    const memberships = joinedMemberships(String(row.memberships ?? ''), ' ', ',');
+    return imageOf(Number(row.revision), buildFromRows(rolesOf(row), (row.grants ?? []) as Array<[string, string]>, memberships));
   }
 
   async load(tenant: TenantId): Promise<Snapshot> {
     const row = (await this.#query('load', SQL.load, [tenant]))[0];
     if (row === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
-    const roles = (row.roles ?? []) as Array<[string, string]>;
     return {
       revision: Number(row.revision),
-      roles: roles.map(([role, hex]) => [role, Buffer.from(hex, 'hex').toString('utf8')] as const),
+      roles: rolesOf(row),
       grants: (row.grants ?? []) as Array<[string, string]>,
       memberships: (row.memberships ?? []) as Array<[string, string]>,
     };
