@@ -11,7 +11,6 @@ import { Graphs } from './graphs.ts';
  */
 export const UNKNOWN_CLIENT: TenantGraph = new TenantGraph(0);
 
-/** Where hydration reads a tenant from (the pool, in the worker). */
 /** Reads a tenant's graph (a store's `loadGraph`: built on a pool thread, its buffers moved here). */
 export type GraphLoader = (tenant: TenantId) => Promise<GraphImage>;
 

@@ -49,6 +49,7 @@ function replyOf(value: unknown): TaskReply {
   const reply: TaskReply = { ok: true, value };
   const buffers = movableBuffers(value);
   if (buffers === undefined) return reply;
+  // What arrives is the reply itself: piscina unwraps a moved value on the other side.
   return move({
     get [transferableSymbol]() {
       return buffers;
@@ -56,7 +57,6 @@ function replyOf(value: unknown): TaskReply {
     get [valueSymbol]() {
       return reply;
     },
-    // What arrives is the reply itself: piscina unwraps a moved value on the other side.
   }) as unknown as TaskReply;
 }
 
