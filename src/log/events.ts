@@ -57,6 +57,7 @@ export const LOG_EVENTS = {
   'scheduler.tick_failed': 'workflow scheduler tick failed',
   'scheduler.delivery_unrecorded': 'workflow delivery outcome not recorded',
   'scheduler.store_thread_failed': 'workflow store thread failed; replaced',
+  'scheduler.stop_late': 'workflow scheduler did not stop in time',
   'webhook.retrying': 'webhook delivery failed; retrying',
   'webhook.failed': 'webhook delivery failed; no retry left',
   // Metrics.

@@ -45,8 +45,29 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
     },
   );
   const code = await supervisor.done;
-  await (await scheduler)?.stop();
+  await stopScheduler(scheduler, log);
   return code;
+}
+
+/** How long the workflow scheduler may take to stop once the workers are gone. */
+const SCHEDULER_STOP_MS = 5_000;
+
+/**
+ * Stops the scheduler within {@link SCHEDULER_STOP_MS}, holding the event loop open meanwhile.
+ * Its store thread is unref'd by the pool when idle, so once the workers are gone a stop waiting
+ * on that thread could be the only thing left: Node then ended the process with code 13 (an
+ * unsettled await) instead of the code the supervisor chose.
+ */
+async function stopScheduler(scheduler: Promise<RunningScheduler> | undefined, log: Logger): Promise<void> {
+  if (scheduler === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), SCHEDULER_STOP_MS)));
+  try {
+    const stopped = (await scheduler).stop().then(() => 'stopped' as const);
+    if ((await Promise.race([stopped, late])) === 'late') log.warn('workflow scheduler did not stop in time', { after_ms: SCHEDULER_STOP_MS });
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `GET /metrics` on its own port (AUTH_METRICS_PORT; 0 turns it off); false after one line on stderr when it cannot listen. */
