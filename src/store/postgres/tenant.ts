@@ -11,6 +11,12 @@ import { run, statement as s, type Db, type PostgresAccess, type Row, type State
 import { imageOf, type GraphImage } from '../../authz/graph-image.ts';
 import { buildFromRows, emptyParts, joinedMemberships } from '../../authz/snapshot-build.ts';
 
+/** A tenant's roles (descriptions as hex: any text survives JSON) and grants, as two JSON columns of a snapshot. */
+const ROLES_AND_GRANTS = `(SELECT json_agg(json_build_array(r.role, encode(r.description, 'hex')) ORDER BY r.role)
+          FROM roles r WHERE r.client_id = c.id) AS roles,
+       (SELECT json_agg(json_build_array(g.role, g.permission) ORDER BY g.role, g.permission)
+          FROM grants g WHERE g.client_id = c.id) AS grants`;
+
 const SQL = {
   /** Locks the tenant's row for the rest of the transaction: writers of one tenant queue here. */
   lockTenantRow: s('lock_tenant_row', 'SELECT id, revision FROM clients WHERE hash = $1 FOR UPDATE'),
@@ -65,11 +71,7 @@ const SQL = {
    */
   load: s(
     'load',
-    `SELECT c.revision,
-       (SELECT json_agg(json_build_array(r.role, encode(r.description, 'hex')) ORDER BY r.role)
-          FROM roles r WHERE r.client_id = c.id) AS roles,
-       (SELECT json_agg(json_build_array(g.role, g.permission) ORDER BY g.role, g.permission)
-          FROM grants g WHERE g.client_id = c.id) AS grants,
+    `SELECT c.revision, ${ROLES_AND_GRANTS},
        (SELECT json_agg(json_build_array(m."user", m.role) ORDER BY m."user", m.role)
           FROM memberships m WHERE m.client_id = c.id) AS memberships
      FROM clients c WHERE c.hash = $1`,
@@ -80,11 +82,7 @@ const SQL = {
    */
   loadGraph: s(
     'loadGraph',
-    `SELECT c.revision,
-       (SELECT json_agg(json_build_array(r.role, encode(r.description, 'hex')) ORDER BY r.role)
-          FROM roles r WHERE r.client_id = c.id) AS roles,
-       (SELECT json_agg(json_build_array(g.role, g.permission) ORDER BY g.role, g.permission)
-          FROM grants g WHERE g.client_id = c.id) AS grants,
+    `SELECT c.revision, ${ROLES_AND_GRANTS},
        (SELECT string_agg(u.line, ' ' ORDER BY u."user")
           FROM (SELECT m."user", m."user" || ',' || string_agg(m.role, ',') AS line
                   FROM memberships m WHERE m.client_id = c.id GROUP BY m."user") u) AS memberships
