@@ -254,3 +254,65 @@ test('stop: no tick after it, a delivery in flight gets a 2 s grace on the clock
   assert.equal(b.s.leader, true, 'the lease was given up: no waiting for it to expire');
   await b.s.stop();
 });
+
+test('a deleted schedule runs no more, however long the clock runs on', async (t) => {
+  const clock = new ManualClock();
+  const store = sqliteStore(t);
+  const tenant = await scheduled(store, clock.now());
+  const { s } = scheduler(schedulerStore(store), clock, 'a');
+  s.start();
+  t.after(() => s.stop());
+  await clock.advance(TICK_MS);
+  assert.equal((await runsOf(store, tenant)).length, 1, 'it ran once');
+  assert.equal(await store.deleteSchedule(tenant, 'deploy', auditRow(tenant)), true);
+  await clock.advance(10 * MINUTE);
+  assert.equal((await store.schedules(tenant)).length, 0);
+  assert.equal(await store.runs(tenant, 'deploy', undefined, 100), undefined, 'no schedule, so no runs to list and none added');
+  const again = await store.dueSchedules(clock.now(), 100);
+  assert.deepEqual(again, [], 'nothing is due');
+});
+
+test('a delivery that failed for good is never claimed again', async (t) => {
+  const clock = new ManualClock();
+  const store = sqliteStore(t);
+  const tenant = await scheduled(store, clock.now(), 'https://hooks.example.com/rbac');
+  const attempts: DeliveryJob[] = [];
+  const failing = (job: DeliveryJob): Promise<DeliveryUpdate> => {
+    attempts.push(job);
+    return Promise.resolve({ runId: job.run.id, status: 'failed', attempts: 4, lastStatus: 500, nextAttemptAtMs: null });
+  };
+  // An interval of a day: the one run is the only delivery there can be.
+  await store.putSchedule(
+    { tenant, workflow: 'deploy', intervalSeconds: 86_400, webhookUrl: 'https://hooks.example.com/rbac', webhookSecret: 'whsec_dGVzdA==' },
+    clock.now(),
+    auditRow(tenant),
+  );
+  const { s } = scheduler(schedulerStore(store), clock, 'a', failing);
+  s.start();
+  t.after(() => s.stop());
+  await clock.advance(TICK_MS);
+  assert.equal(attempts.length, 1, 'delivered once, and it failed');
+  await clock.advance(10 * MINUTE);
+  assert.equal(attempts.length, 1, 'no attempt after failed');
+  assert.deepEqual((await runsOf(store, tenant))[0]?.delivery, { status: 'failed', attempts: 4, lastStatus: 500 });
+});
+
+test('deleting a schedule stops the retries of its pending delivery', async (t) => {
+  const clock = new ManualClock();
+  const store = sqliteStore(t);
+  const tenant = await scheduled(store, clock.now(), 'https://hooks.example.com/rbac');
+  const attempts: DeliveryJob[] = [];
+  const retryLater = (job: DeliveryJob): Promise<DeliveryUpdate> => {
+    attempts.push(job);
+    return Promise.resolve({ runId: job.run.id, status: 'pending', attempts: attempts.length, lastStatus: 302, nextAttemptAtMs: clock.now() + 5000 });
+  };
+  const { s } = scheduler(schedulerStore(store), clock, 'a', retryLater);
+  s.start();
+  t.after(() => s.stop());
+  await clock.advance(TICK_MS);
+  await clock.advance(5000);
+  assert.equal(attempts.length, 2, 'a pending delivery is tried again when its retry falls due');
+  assert.equal(await store.deleteSchedule(tenant, 'deploy', auditRow(tenant)), true);
+  await clock.advance(10 * MINUTE);
+  assert.equal(attempts.length, 2, 'no retry once the schedule is deleted');
+});
