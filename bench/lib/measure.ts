@@ -7,7 +7,7 @@ import { RbacClient } from '../../src/client/index.ts';
 import { generate, probes, type Dataset } from './dataset.ts';
 import { attachTarget, startBare, startGateways, type Target } from './gateway.ts';
 import { runLoad, type Latency, type RunFigures } from './load.ts';
-import { delta, scrape } from './metrics.ts';
+import { delta, scrape, scrapeBuckets, serverLatency, type Buckets } from './metrics.ts';
 import { buildMix, type Mix } from './requests.ts';
 import { memberships, type Run, type RunSettings } from './scenario.ts';
 import { median } from './stats.ts';
@@ -82,6 +82,21 @@ export function print(label: string, what: string, r: RunFigures, failures?: str
       `${label} ${what}: ${r.non2xx} non-2xx answers, ${r.errors} errors${r.errorKinds === undefined ? '' : ` (${JSON.stringify(r.errorKinds).slice(0, 200)})`}`,
     );
 }
+
+/**
+ * The rounds' latency as the gateway's own request histogram saw it: p99 and the share answered
+ * within 2 and 5 ms, without the load generator's delays (it shares this machine's cores).
+ */
+function serverFigures(before: Buckets, after: Buckets): Record<string, number> {
+  const { count, quantileMs, within } = serverLatency(before, after, 0.99);
+  if (count === 0) return {};
+  console.log(
+    `  server-side p99 ${quantileMs.toFixed(2)} ms over ${count} requests; within 2 ms ${pct(within.get(0.002))}, within 5 ms ${pct(within.get(0.005))}`,
+  );
+  return { serverP99Ms: quantileMs, serverWithin2msPct: 100 * (within.get(0.002) ?? NaN), serverWithin5msPct: 100 * (within.get(0.005) ?? NaN) };
+}
+
+const pct = (x: number | undefined): string => (x === undefined ? '-' : `${(100 * x).toFixed(2)}%`);
 
 /** The bare server's figures and the gateway's CPU ratios to it, round by round. */
 function ceilingFigures(gateway: RunFigures[], bare: RunFigures[]): NonNullable<RunResult['ceiling']> {
@@ -186,10 +201,12 @@ export async function measureLoad(run: Run): Promise<RunResult> {
       return r;
     };
     if (settings.warmupS > 0) for (const s of servers) await go(s, 'warm-up', settings.warmupS);
+    const bucketsBefore = target.metricsUrls.length > 0 ? await scrapeBuckets(target.metricsUrls) : undefined;
     for (let round = 0; round < settings.rounds; round++) {
       // Mirrored order (A B, B A): a drift of the machine weighs on both servers alike.
       for (const s of round % 2 === 0 ? servers : [...servers].reverse()) records.get(s[0])?.push(await go(s, `round ${round + 1}`, settings.durationS));
     }
+    if (bucketsBefore !== undefined) Object.assign(result.extra, serverFigures(bucketsBefore, await scrapeBuckets(target.metricsUrls)));
     result.rounds = records.get(run.label) ?? [];
     result.figures = summarise(result.rounds);
     if (ceiling !== undefined) result.ceiling = ceilingFigures(result.rounds, records.get('bare') ?? []);

@@ -52,7 +52,7 @@ export function markdown(r: Report): string {
     .map(
       (x) =>
         `- ${x.scenario} / ${x.label}: ${Object.entries(x.extra)
-          .map(([k, v]) => `${k} ${num(v, k.endsWith('Ratio') ? 3 : 1)}`)
+          .map(([k, v]) => `${k} ${num(v, k.endsWith('Ratio') ? 3 : k.endsWith('Ms') || k.endsWith('Pct') ? 2 : 1)}`)
           .join(', ')}`,
     );
   const ratios = r.runs
