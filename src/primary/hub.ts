@@ -2,13 +2,14 @@ import type { Worker } from 'node:cluster';
 import type { Logger } from '../log/index.ts';
 import type { ChangeMessage } from '../invalidation/messages.ts';
 import type { ToWorker } from '../ipc/protocol.ts';
+import { systemClock, type Clock, type Timer } from '../time/clock.ts';
 
 interface PendingChange {
   /** The worker that committed the change (waiting for `settled`). */
   readonly origin: Worker;
   readonly originId: number;
   readonly waiting: Set<number>;
-  readonly timer: NodeJS.Timeout;
+  readonly timer: Timer;
 }
 
 /**
@@ -21,11 +22,14 @@ export class ChangeHub {
   readonly #pending = new Map<number, PendingChange>();
   readonly #ackTimeoutMs: number;
   readonly #log: Logger;
+  readonly #clock: Clock;
   #nextId = 1;
 
-  constructor(ackTimeoutMs: number, log: Logger) {
+  /** `clock`: the acknowledgement timeout's (a test moves it by hand). */
+  constructor(ackTimeoutMs: number, log: Logger, clock: Clock = systemClock) {
     this.#ackTimeoutMs = ackTimeoutMs;
     this.#log = log;
+    this.#clock = clock;
   }
 
   /** The worker receives changes from now on. */
@@ -64,7 +68,7 @@ export class ChangeHub {
       send(origin, { t: 'settled', id: originId });
       return;
     }
-    const timer = setTimeout(() => this.#expire(gid), this.#ackTimeoutMs);
+    const timer = this.#clock.setTimeout(() => this.#expire(gid), this.#ackTimeoutMs);
     this.#pending.set(gid, { origin, originId, waiting, timer });
   }
 
@@ -87,7 +91,7 @@ export class ChangeHub {
   #settle(gid: number): void {
     const p = this.#pending.get(gid);
     if (p === undefined) return;
-    clearTimeout(p.timer);
+    this.#clock.clearTimeout(p.timer);
     this.#pending.delete(gid);
     send(p.origin, { t: 'settled', id: p.originId });
   }

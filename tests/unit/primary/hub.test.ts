@@ -8,6 +8,7 @@ import type { ChangeMessage } from '../../../src/invalidation/messages.ts';
 import type { ToWorker } from '../../../src/ipc/protocol.ts';
 import { createLogger } from '../../../src/log/index.ts';
 import { ChangeHub } from '../../../src/primary/hub.ts';
+import { ManualClock } from '../../helpers/clock.ts';
 import { tenantId } from '../../helpers/tenants.ts';
 
 interface FakeWorker {
@@ -29,14 +30,14 @@ function fakeWorker(id: number): FakeWorker {
 }
 
 const ACK_TIMEOUT_MS = 2000;
-const hub = (): ChangeHub => new ChangeHub(ACK_TIMEOUT_MS, createLogger('silent'));
+const hub = (clock = new ManualClock()): ChangeHub => new ChangeHub(ACK_TIMEOUT_MS, createLogger('silent'), clock);
 const msgs: readonly ChangeMessage[] = [{ v: 1, tenant: tenantId('hub-test'), revision: 1, change: { op: 'permission.grant', role: 'r', permission: 'p' } }];
 const applies = (w: FakeWorker): ToWorker[] => w.sent.filter((m) => m.t === 'apply');
 const settled = (w: FakeWorker): ToWorker[] => w.sent.filter((m) => m.t === 'settled');
 
 /** A hub with `n` joined workers (ids 1..n), their `welcome` cleared. */
-function joined(n: number): { h: ChangeHub; ws: FakeWorker[] } {
-  const h = hub();
+function joined(n: number, clock = new ManualClock()): { h: ChangeHub; ws: FakeWorker[] } {
+  const h = hub(clock);
   const ws = Array.from({ length: n }, (_, i) => fakeWorker(i + 1));
   for (const w of ws) {
     h.join(w.worker);
@@ -82,12 +83,13 @@ test('a worker that is not connected is neither sent the change nor waited for',
   assert.deepEqual(settled(a), [{ t: 'settled', id: 1 }]);
 });
 
-test('a change from another instance goes to every worker and waits for nobody', (t) => {
-  t.mock.timers.enable({ apis: ['setTimeout'] });
-  const { h, ws } = joined(2);
+test('a change from another instance goes to every worker and waits for nobody', async () => {
+  const clock = new ManualClock();
+  const { h, ws } = joined(2, clock);
   h.change(undefined, 0, msgs);
   for (const w of ws) assert.equal(applies(w).length, 1);
-  t.mock.timers.tick(ACK_TIMEOUT_MS * 2);
+  assert.equal(clock.pending, 0, 'no timeout is set');
+  await clock.advance(ACK_TIMEOUT_MS * 2);
   for (const w of ws) assert.deepEqual(w.kills, [], 'no acknowledgement is awaited, so nobody is replaced');
   for (const w of ws) assert.deepEqual(settled(w), []);
 });
@@ -105,32 +107,33 @@ test('a receiver that leaves is no longer waited for', () => {
   assert.deepEqual(applies(c), [{ t: 'apply', id: toB.id, msgs }], 'a worker that left gets no further change');
 });
 
-test('a receiver that does not acknowledge in time is killed, and the origin then settles', (t) => {
-  t.mock.timers.enable({ apis: ['setTimeout'] });
-  const { h, ws } = joined(3);
+test('a receiver that does not acknowledge in time is killed, and the origin then settles', async () => {
+  const clock = new ManualClock();
+  const { h, ws } = joined(3, clock);
   const [a, b, c] = ws as [FakeWorker, FakeWorker, FakeWorker];
   h.change(a.worker, 9, msgs);
   const [toB] = applies(b);
   assert.ok(toB?.t === 'apply');
   h.ack(b.worker, toB.id);
-  t.mock.timers.tick(ACK_TIMEOUT_MS - 1);
+  await clock.advance(ACK_TIMEOUT_MS - 1);
   assert.deepEqual(c.kills, [], 'not before the timeout');
   assert.deepEqual(settled(a), []);
-  t.mock.timers.tick(1);
+  await clock.advance(1);
   assert.deepEqual(c.kills, ['SIGKILL'], 'the laggard is killed (the supervisor replaces it)');
   assert.deepEqual(b.kills, [], 'a worker that acknowledged is kept');
   assert.deepEqual(settled(a), [{ t: 'settled', id: 9 }]);
 });
 
-test('a change settled in time leaves no timer to kill anyone later', (t) => {
-  t.mock.timers.enable({ apis: ['setTimeout'] });
-  const { h, ws } = joined(2);
+test('a change settled in time leaves no timer to kill anyone later', async () => {
+  const clock = new ManualClock();
+  const { h, ws } = joined(2, clock);
   const [a, b] = ws as [FakeWorker, FakeWorker];
   h.change(a.worker, 1, msgs);
   const [toB] = applies(b);
   assert.ok(toB?.t === 'apply');
   h.ack(b.worker, toB.id);
-  t.mock.timers.tick(ACK_TIMEOUT_MS * 2);
+  assert.equal(clock.pending, 0, 'the timeout was cancelled');
+  await clock.advance(ACK_TIMEOUT_MS * 2);
   assert.deepEqual(b.kills, []);
   assert.equal(settled(a).length, 1);
 });
