@@ -45,6 +45,7 @@ const files = [
   'tests/unit/http/credentials.test.ts',
   'tests/unit/http/path-names.test.ts',
   'tests/unit/http/reply.test.ts',
+  'tests/unit/http/name-json.test.ts',
   'tests/unit/log/logger.test.ts',
   'tests/regressions/credentials-lru.test.ts',
   'tests/unit/cache/reorder.test.ts',

@@ -22,8 +22,9 @@ export interface RouteBase {
 }
 
 /**
- * Answered from the tenant graph by `run`; without one (has_permission, the hot path), by a
- * prebuilt answer (http/handle/answers.ts).
+ * Answered from the tenant graph by `run`; without one (has_permission and check, the hot
+ * paths), by Answers itself: a prebuilt answer, or JSON written with no object per item
+ * (http/handle/answers.ts).
  */
 export interface ReadRoute extends RouteBase {
   readonly kind: 'read';
@@ -35,9 +36,15 @@ export interface ListRoute extends RouteBase {
   readonly kind: 'list';
   /** The sorted names; throws 404 when the route's role does not exist. */
   names(g: TenantGraph, p: readonly string[]): readonly string[];
-  /** The wire items of a page of names. */
-  items(g: TenantGraph, names: readonly string[]): unknown[];
+  /**
+   * The wire items of a page of names: built by a function, or, where each item is one name,
+   * the item's one field (`{"user":"alice"}`), written straight from the names (see nameItemsJson).
+   */
+  readonly items: ItemField | ((g: TenantGraph, names: readonly string[]) => unknown[]);
 }
+
+/** The field of a list item that is one name. */
+export type ItemField = 'name' | 'user' | 'role';
 
 /** A change committed by the store, then applied to the graph. */
 export interface WriteRoute extends RouteBase {

@@ -20,7 +20,7 @@ export const WORKFLOW_ROUTES: ReadonlyArray<ListRoute | ReadRoute | WorkflowRout
     data: 'users',
     summary: 'Users who can run the workflow (hold the permission through any role)',
     names: (g: TenantGraph, p) => g.whichUsersCan(first(p)),
-    items: (_g, names) => names.map((user) => ({ user })),
+    items: 'user',
   },
   {
     id: 'workflow.can_run',

@@ -5,6 +5,7 @@ import { pageAfter } from '../../authz/page.ts';
 import type { Cursors } from '../input/cursor.ts';
 import type { Query } from '../input/query.ts';
 import { successPrefix, successTail } from '../reply/envelope.ts';
+import { checkResultsJson, nameItemsJson, type CheckItem } from '../reply/name-json.ts';
 import { TimestampedAnswer } from '../reply/prebuilt.ts';
 import type { Reply, TenantTarget } from '../reply/reply.ts';
 import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
@@ -60,6 +61,8 @@ export class Answers {
     let text: string;
     if (route.kind === 'list') {
       text = this.#listPage(t, route, g, p, query.limit, query.cursor);
+    } else if (route.id === 'check') {
+      text = successPrefix(route.status, route.message) + this.#checkBatch(g, body) + successTail(undefined);
     } else if (route.kind === 'read' && route.run !== undefined) {
       const data = route.run(g, p, body);
       this.#countDecisions(route.id, data);
@@ -81,7 +84,17 @@ export class Answers {
   #countDecisions(routeId: string, data: unknown): void {
     if (routeId === 'permission.get') this.#metrics.decision((data as { has_permission: boolean }).has_permission);
     else if (routeId === 'membership.get') this.#metrics.decision((data as { is_member: boolean }).is_member);
-    else if (routeId === 'check') for (const r of (data as { results: Array<{ has_permission: boolean }> }).results) this.#metrics.decision(r.has_permission);
+  }
+
+  /** POST /api/check's data: every check answered from `g` at its revision and counted. */
+  #checkBatch(g: TenantGraph, body: unknown): string {
+    const checks = (body as { checks?: CheckItem[] } | undefined)?.checks;
+    if (checks === undefined) throw appError('ERR_VALIDATION_BODY', "body must have the key 'checks'");
+    return checkResultsJson(checks, (user, permission) => {
+      const allowed = g.check(user, permission);
+      this.#metrics.decision(allowed);
+      return allowed;
+    });
   }
 
   /** The body of a committed write. */
@@ -130,7 +143,8 @@ export class Answers {
     const after = cursor === undefined ? undefined : this.#cursors.open(t.tenant, route.id, p, cursor);
     const page = pageAfter(route.names(g, p), after, limit);
     const next = page.after === undefined ? undefined : this.#cursors.sign(t.tenant, route.id, p, page.after);
-    return successPrefix(200, route.message) + this.#serialize[route.data](route.items(g, page.items)) + successTail(next);
+    const items = typeof route.items === 'string' ? nameItemsJson(route.items, page.items) : this.#serialize[route.data](route.items(g, page.items));
+    return successPrefix(200, route.message) + items + successTail(next);
   }
 }
 
