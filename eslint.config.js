@@ -59,4 +59,14 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
     },
   },
+  {
+    // Sizes a reader can hold in mind (docs/design.md, Layout): short functions in the service,
+    // files under 400 lines there and under 500 in the tests and the benchmark kit.
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines-per-function': ['error', { max: 60, skipBlankLines: true, skipComments: true }],
+      'max-lines': ['error', { max: 400 }],
+    },
+  },
+  { files: ['tests/**/*.ts', 'bench/**/*.ts'], rules: { 'max-lines': ['error', { max: 500 }] } },
 );

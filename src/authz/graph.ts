@@ -283,10 +283,7 @@ export class TenantGraph {
     const p = this.#permNames.id(permission);
     if (p === undefined) return [];
     let list = this.#holderLists.get(p);
-    if (list === undefined) {
-      list = namesOf(holdersOf(p, this.#rolesOfPerm, this.#membersOfRole, this.#userNames), this.#userNames);
-      this.#holderLists.set(p, list);
-    }
+    if (list === undefined) this.#holderLists.set(p, (list = namesOf(holdersOf(p, this.#rolesOfPerm, this.#membersOfRole, this.#userNames), this.#userNames)));
     return list;
   }
 
@@ -294,10 +291,7 @@ export class TenantGraph {
 
   #memoised(key: string, build: () => string[]): readonly string[] {
     let list = this.#memo.get(key);
-    if (list === undefined) {
-      list = build();
-      this.#memo.set(key, list);
-    }
+    if (list === undefined) this.#memo.set(key, (list = build()));
     return list;
   }
 
