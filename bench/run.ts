@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- [scenario…] [--quick] [--full] [--rounds n] [--out name]`: runs scenarios (data files in
+ * `npm run bench -- [scenario…] [--quick] [--full] [--rounds n] [--variant text] [--out name]`: runs scenarios (data files in
  * bench/scenarios/) one after the other and writes one result file, bench/results/<name>.json,
  * with its Markdown table and scaling charts. Exits 1 when anything failed: a wrong answer, an
  * error status, a gateway that would not start. See bench/README.md.
@@ -44,6 +44,7 @@ async function main(): Promise<number> {
       out: { type: 'string' },
       list: { type: 'boolean', default: false },
       rounds: { type: 'string' },
+      variant: { type: 'string' },
     },
   });
   if (values.list) {
@@ -77,6 +78,7 @@ async function main(): Promise<number> {
   };
   for (const [name, file] of scenarios) {
     for (const run of resolve(name, file, values.quick)) {
+      if (values.variant !== undefined && !run.label.includes(values.variant)) continue;
       if (rounds !== undefined) run.settings.rounds = rounds;
       console.log(`\n${name} / ${run.label}: ${file.title}`);
       try {
