@@ -7,6 +7,10 @@ import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
 import { reportLeaks, scanLeaks } from './security/leaks.mjs';
 
+// A test still running after this fails, so that a hang ends the run instead of holding it (and
+// CI) open; the slowest tests take a few minutes on a loaded machine.
+const TEST_TIMEOUT_MS = 15 * 60_000;
+
 // The black-box contract of the routes (docs/api.md), by resource, and the bad input suites: the
 // runs again on PostgreSQL and on node:http below take every part of them.
 const routeContract = [
@@ -165,10 +169,14 @@ if (checkOnly) {
 }
 
 function run(list, env = {}) {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-reporter=spec', ...list], {
-    stdio: 'inherit',
-    env: { ...process.env, ...env },
-  });
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-concurrency=2', `--test-timeout=${TEST_TIMEOUT_MS}`, '--test-reporter=spec', ...list],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, ...env },
+    },
+  );
   return result.status ?? 1;
 }
 

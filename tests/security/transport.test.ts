@@ -25,6 +25,8 @@ const uwsMissing = 'uws' in loadUws() ? undefined : 'uWebSockets.js has no nativ
 /** The installed release: the bundled 20.30 build, or a 20.5x release swapped in (CI's Debian 13 run). */
 const uwsRelease = (JSON.parse(readFileSync(`${ROOT}/node_modules/uWebSockets.js/package.json`, 'utf8')) as { version: string }).version;
 const uws5x = /^20\.[5-9]\d\./.test(uwsRelease);
+/** How long a test waits for the server to cut a stalled request: it does after about 10 s, and a wait is no place to time it. */
+const SERVER_CUT_WAIT_MS = 30_000;
 
 /**
  * What uWebSockets.js decides before the service sees the request, and so cannot be made to
@@ -242,13 +244,13 @@ describe('transport limits', { concurrency: true }, () => {
         onUws(engine, libraryLimits.slowHead, uws5x),
         async () => {
           const bytes = [...head('GET /ping HTTP/1.1', 'X-Slow: slowly-slowly-slowly-slowly-slowly')];
-          const slow = exchange(server.port, bytes, { gapMs: 1000, timeoutMs: 16_000 });
+          const slow = exchange(server.port, bytes, { gapMs: 1000, timeoutMs: SERVER_CUT_WAIT_MS });
           await sleep(2000);
           const ping = await server.client().ping();
           assert.equal(ping.status, 200, 'another request is answered meanwhile');
           const x = await slow;
           assert.ok(!x.sentAll, 'the whole head got through');
-          assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
+          assert.ok(x.closedByServer && x.elapsedMs > 7000, `closed by the server, not before its timeout: after ${Math.round(x.elapsedMs)} ms`);
           if (x.answer !== undefined) refusedOrClosed(x, 408, 'slow head');
         },
       );
@@ -257,9 +259,9 @@ describe('transport limits', { concurrency: true }, () => {
         const key = randomUUID();
         const body = '{"description":"slowly"}';
         const start = head('POST /api/role/slow HTTP/1.1', `Authorization: Bearer ${key}`, 'Content-Type: application/json', `Content-Length: ${body.length}`);
-        const x = await exchange(server.port, [start, ...body], { gapMs: 1000, timeoutMs: 16_000 });
+        const x = await exchange(server.port, [start, ...body], { gapMs: 1000, timeoutMs: SERVER_CUT_WAIT_MS });
         assert.ok(!x.sentAll, 'the whole body got through');
-        assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
+        assert.ok(x.closedByServer && x.elapsedMs > 7000, `closed by the server, not before its timeout: after ${Math.round(x.elapsedMs)} ms`);
         refusedOrClosed(x, 408, 'slow body');
         await nothingStored(server, key);
       });
@@ -273,8 +275,8 @@ describe('transport limits', { concurrency: true }, () => {
           'Content-Type: application/json',
           `Content-Length: ${body.length}`,
         );
-        const x = await exchange(server.port, [start + body.slice(0, 10)], { timeoutMs: 16_000 });
-        assert.ok(x.closedByServer && x.elapsedMs > 7000 && x.elapsedMs < 14_000, `closed after ${Math.round(x.elapsedMs)} ms`);
+        const x = await exchange(server.port, [start + body.slice(0, 10)], { timeoutMs: SERVER_CUT_WAIT_MS });
+        assert.ok(x.closedByServer && x.elapsedMs > 7000, `closed by the server, not before its timeout: after ${Math.round(x.elapsedMs)} ms`);
         refusedOrClosed(x, 408, 'stalled body');
         await nothingStored(server, key);
       });

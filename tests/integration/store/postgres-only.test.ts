@@ -63,9 +63,8 @@ describe('PostgreSQL only: failures are catalogued, transient ones say so', asyn
     assert.equal((await writeOne(store, t, { op: 'role.create', role: 'r', description: '' })).revision, 1);
     await admin.query('BEGIN');
     await admin.query('SELECT 1 FROM clients WHERE hash = $1 FOR UPDATE', [t]);
-    const started = Date.now();
+    // The lock is held until after this: without the statement timeout the write would wait for it (and the test time out).
     await assert.rejects(writeOne(store, t, { op: 'permission.grant', role: 'r', permission: 'p' }), expectTransient);
-    assert.ok(Date.now() - started < 3000, 'gave up at the statement timeout');
     await admin.query('ROLLBACK');
     assert.equal((await writeOne(store, t, { op: 'permission.grant', role: 'r', permission: 'p' })).revision, 2);
     assert.deepEqual(
