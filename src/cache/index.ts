@@ -2,6 +2,7 @@ import type { Change, ChangeRecord } from '../authz/changes.ts';
 import type { GraphImage } from '../authz/graph-image.ts';
 import { TenantGraph } from '../authz/graph.ts';
 import type { TenantId } from '../authz/tenant.ts';
+import { every, systemClock, type Clock, type Timer } from '../time/clock.ts';
 import { ClientIndex } from './client-index.ts';
 import { Graphs } from './graphs.ts';
 
@@ -27,10 +28,13 @@ interface Held {
   readonly graph: TenantGraph;
   readonly changes: Map<number, Change>;
   waiting: Waiter[];
-  readonly timer: NodeJS.Timeout;
+  readonly timer: Timer;
 }
 
 const DONE: Promise<void> = Promise.resolve();
+
+/** How often a revision wait asks `refresh` again. */
+const REFRESH_MS = 100;
 
 /** How a gap in a graph's revisions was closed: the missing change came, the changelog filled it, or the graph was given up. */
 export type GapResolution = 'held' | 'replayed' | 'rehydrated';
@@ -67,9 +71,12 @@ export class TenantCache {
   readonly #held = new Map<TenantId, Held>();
   readonly #gapWaitMs: number;
   readonly #events: CacheEvents;
+  /** The gap wait's and the revision waits' (a test moves it by hand). */
+  readonly #clock: Clock;
 
-  constructor(load: GraphLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS, events: CacheEvents = NO_EVENTS) {
+  constructor(load: GraphLoader, maxBytes: number, gapWaitMs = GAP_WAIT_MS, events: CacheEvents = NO_EVENTS, clock: Clock = systemClock) {
     this.#load = load;
+    this.#clock = clock;
     this.#gapWaitMs = gapWaitMs;
     this.#events = events;
     this.#graphs = new Graphs(maxBytes, () => events.evicted());
@@ -200,7 +207,12 @@ export class TenantCache {
       held = undefined;
     }
     if (held === undefined) {
-      const h: Held = { graph: g, changes: new Map(), waiting: [], timer: setTimeout(() => void this.#fillGap(tenant, h, replay), this.#gapWaitMs) };
+      const h: Held = {
+        graph: g,
+        changes: new Map(),
+        waiting: [],
+        timer: this.#clock.setTimeout(() => void this.#fillGap(tenant, h, replay), this.#gapWaitMs),
+      };
       held = h;
       this.#held.set(tenant, h);
     }
@@ -264,7 +276,7 @@ export class TenantCache {
 
   /** Forgets the held changes of a graph and lets their writers go (the graph is current or gone). */
   #release(tenant: TenantId, held: Held): void {
-    clearTimeout(held.timer);
+    this.#clock.clearTimeout(held.timer);
     if (this.#held.get(tenant) === held) this.#held.delete(tenant);
     for (const w of held.waiting) w.resolve(true);
     held.waiting = [];
@@ -283,8 +295,8 @@ export class TenantCache {
       const finish = (ok: boolean): void => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
-        clearInterval(poll);
+        this.#clock.clearTimeout(timer);
+        poll.stop();
         const list = this.#waiters.get(tenant);
         if (list !== undefined) {
           const rest = list.filter((w) => w !== waiter);
@@ -297,8 +309,8 @@ export class TenantCache {
       const list = this.#waiters.get(tenant);
       if (list === undefined) this.#waiters.set(tenant, [waiter]);
       else list.push(waiter);
-      const timer = setTimeout(() => finish(false), timeoutMs);
-      const poll = setInterval(() => void refresh().catch(() => undefined), 100);
+      const timer = this.#clock.setTimeout(() => finish(false), timeoutMs);
+      const poll = every(this.#clock, REFRESH_MS, () => void refresh().catch(() => undefined));
       void refresh().catch(() => undefined);
     });
   }

@@ -1,4 +1,5 @@
 import type { TenantId } from '../authz/tenant.ts';
+import { every, systemClock, type Clock } from '../time/clock.ts';
 import type { Replay, TenantCache } from './index.ts';
 
 /**
@@ -49,6 +50,7 @@ export function startRevalidation(
   created: CreatedCursor,
   periodMs: number,
   log: RevalidationLog,
+  clock: Clock = systemClock,
 ): { now(): Promise<void>; stop(): void } {
   let running: Promise<void> | undefined;
   const run = async (): Promise<void> => {
@@ -74,7 +76,7 @@ export function startRevalidation(
       .finally(() => (running = undefined));
     return running;
   };
-  const timer = setInterval(() => void now(), periodMs);
-  timer.unref();
-  return { now, stop: () => clearInterval(timer) };
+  // Background work: it does not keep the worker alive on its own.
+  const timer = every(clock, periodMs, () => void now(), { unref: true });
+  return { now, stop: () => timer.stop() };
 }

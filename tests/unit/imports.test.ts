@@ -25,7 +25,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   audit: ['authz', 'log', 'time'], // time: the trail's batching and retention wait on a clock
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
   authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
-  cache: ['authz'],
+  cache: ['authz', 'time'], // time: the gap and revision waits and the revalidation run on a clock
   client: [],
   config: [],
   crypto: [],
