@@ -67,6 +67,7 @@ const files = [
   'tests/unit/worker/write-pipeline.test.ts',
   'tests/unit/worker/ipc.test.ts',
   'tests/unit/primary/hub.test.ts',
+  'tests/unit/primary/supervisor.test.ts',
   'tests/unit/invalidation/ipc.test.ts',
   'tests/integration/store/conformance.test.ts',
   'tests/integration/store/sqlite-only.test.ts',

@@ -4,6 +4,7 @@ import type { EngineName } from '../http/engine/index.ts';
 import type { Logger } from '../log/index.ts';
 import { isToPrimary, type ToPrimary } from '../ipc/protocol.ts';
 import { SHUTDOWN_GRACE_MS, STOP_MARGIN_MS } from '../ipc/timing.ts';
+import { systemClock, type Clock, type Timer } from '../time/clock.ts';
 import type { ChangeRelay } from './relay.ts';
 import type { WorkerScrape } from './scrape.ts';
 
@@ -14,6 +15,19 @@ export interface SupervisorHooks {
   readonly restarted: () => void;
   /** Every worker of the first start listens (once). */
   readonly listening: () => void;
+}
+
+/** The part of node:cluster the supervisor uses: the module itself in the service, a stand-in in tests. */
+export interface WorkerCluster {
+  fork(env: Record<string, string>): Worker;
+  readonly workers?: NodeJS.Dict<Worker> | undefined;
+  on(event: 'exit', listener: (w: Worker, code: number, signal: string) => void): unknown;
+}
+
+/** What the supervisor runs on: node:cluster and the system clock unless a test says otherwise. */
+export interface SupervisorRuntime {
+  readonly cluster: WorkerCluster;
+  readonly clock: Clock;
 }
 
 const MAX_BACKOFF_MS = 5_000;
@@ -33,6 +47,8 @@ export class Supervisor {
   readonly #engine: EngineName;
   readonly #relay: ChangeRelay;
   readonly #hooks: SupervisorHooks;
+  readonly #cluster: WorkerCluster;
+  readonly #clock: Clock;
   readonly #startedAt = new Map<number, number>();
   #phase: Phase = 'starting';
   #readyCount = 0;
@@ -40,18 +56,32 @@ export class Supervisor {
   #backoffMs = 0;
   #exitCode = 0;
   /** Set from SIGTERM/SIGINT to the end of AUTH_SHUTDOWN_DELAY_MS (see {@link drainThenStop}). */
-  #drainTimer: NodeJS.Timeout | undefined;
+  #drainTimer: Timer | undefined;
   #finish: (code: number) => void = () => undefined;
   /** Resolves with the process exit code once the workers stopped. */
   readonly done = new Promise<number>((resolve) => (this.#finish = resolve));
 
-  constructor(config: Config, log: Logger, engine: EngineName, relay: ChangeRelay, hooks: SupervisorHooks) {
+  constructor(
+    config: Config,
+    log: Logger,
+    engine: EngineName,
+    relay: ChangeRelay,
+    hooks: SupervisorHooks,
+    runtime: SupervisorRuntime = { cluster, clock: systemClock },
+  ) {
     this.#config = config;
     this.#log = log;
     this.#engine = engine;
     this.#relay = relay;
     this.#hooks = hooks;
-    cluster.on('exit', (w, code, signal) => this.#exited(w, code, signal));
+    this.#cluster = runtime.cluster;
+    this.#clock = runtime.clock;
+    this.#cluster.on('exit', (w, code, signal) => this.#exited(w, code, signal));
+  }
+
+  /** The workers alive now. */
+  #alive(): Worker[] {
+    return Object.values(this.#cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
   }
 
   /** Forks every worker, unless the service is already stopping (or draining). */
@@ -67,28 +97,31 @@ export class Supervisor {
   drainThenStop(): void {
     if (this.#phase === 'stopping') return;
     const delayMs = this.#config.AUTH_SHUTDOWN_DELAY_MS;
-    const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    const alive = this.#alive();
     if (this.#drainTimer !== undefined || delayMs === 0 || alive.length === 0) return this.stop(0);
     this.#log.info('draining', { delay_ms: delayMs });
     for (const w of alive) if (w.isConnected()) w.send({ t: 'drain' });
-    this.#drainTimer = setTimeout(() => this.stop(0), delayMs);
+    this.#drainTimer = this.#clock.setTimeout(() => this.stop(0), delayMs);
   }
 
   /** Asks every worker to shut down; kills those still alive after the grace period. */
   stop(code: number): void {
     if (this.#phase === 'stopping') return;
     this.#phase = 'stopping';
-    clearTimeout(this.#drainTimer);
-    const alive = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    this.#clock.clearTimeout(this.#drainTimer);
+    const alive = this.#alive();
     this.#relay.close();
     if (alive.length === 0) return this.#finish(code);
     for (const w of alive) if (w.isConnected()) w.send({ t: 'shutdown' });
-    const force = setTimeout(() => {
-      this.#log.error('workers did not stop in time; killing them');
-      for (const w of alive) w.process.kill('SIGKILL');
-      this.#finish(code === 0 ? 1 : code);
-    }, SHUTDOWN_GRACE_MS + STOP_MARGIN_MS);
-    force.unref();
+    this.#clock.setTimeout(
+      () => {
+        this.#log.error('workers did not stop in time; killing them');
+        for (const w of alive) w.process.kill('SIGKILL');
+        this.#finish(code === 0 ? 1 : code);
+      },
+      SHUTDOWN_GRACE_MS + STOP_MARGIN_MS,
+      { unref: true },
+    );
     this.#exitCode = code;
   }
 
@@ -105,8 +138,8 @@ export class Supervisor {
 
   #fork(): Worker {
     // Workers run the engine decided here, so `auto` is decided (and logged) once.
-    const w = cluster.fork({ AUTH_HTTP_ENGINE: this.#engine });
-    this.#startedAt.set(w.id, Date.now());
+    const w = this.#cluster.fork({ AUTH_HTTP_ENGINE: this.#engine });
+    this.#startedAt.set(w.id, this.#clock.now());
     // A message sent to a worker that just died fails with EPIPE, emitted as 'error' on the
     // worker: unheard, it would take the primary (and so every worker) down. Its 'exit' follows.
     w.on('error', (err: NodeJS.ErrnoException) => this.#log.debug('message to a worker failed', { worker: w.id, error: err.code ?? err.message }));
@@ -138,24 +171,24 @@ export class Supervisor {
   #exited(w: Worker, code: number, signal: string): void {
     this.#relay.leave(w.id);
     this.#hooks.scrape.exited(w.id);
-    const lived = Date.now() - (this.#startedAt.get(w.id) ?? Date.now());
+    const lived = this.#clock.now() - (this.#startedAt.get(w.id) ?? this.#clock.now());
     this.#startedAt.delete(w.id);
     if (this.#phase === 'stopping') {
-      if (Object.keys(cluster.workers ?? {}).length === 0) this.#finish(this.#exitCode);
+      if (this.#alive().length === 0) this.#finish(this.#exitCode);
       return;
     }
     if (this.#drainTimer !== undefined) {
       // The instance is going away: a worker that stopped (signalled itself) is not replaced.
       if (code === 0) this.#log.debug('worker stopped while draining', { worker: w.id });
       else this.#log.warn('worker exited while draining; not replaced', { worker: w.id, pid: w.process.pid, code, signal });
-      if (Object.keys(cluster.workers ?? {}).length === 0) this.stop(0);
+      if (this.#alive().length === 0) this.stop(0);
       return;
     }
     this.#restarts++;
     this.#hooks.restarted();
     this.#backoffMs = lived > STABLE_MS ? 0 : Math.min(MAX_BACKOFF_MS, Math.max(100, this.#backoffMs * 2));
     this.#log.warn('worker exited; replacing it', { worker: w.id, pid: w.process.pid, code, signal, restarts: this.#restarts, backoff_ms: this.#backoffMs });
-    setTimeout(() => {
+    this.#clock.setTimeout(() => {
       if (this.#phase !== 'stopping' && this.#drainTimer === undefined) this.#fork();
     }, this.#backoffMs);
   }
