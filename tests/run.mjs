@@ -52,6 +52,7 @@ const files = [
   'tests/unit/http/name-json.test.ts',
   'tests/unit/log/logger.test.ts',
   'tests/regressions/credentials-lru.test.ts',
+  'tests/regressions/exit-before-disconnect.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',
   'tests/ops/config.test.ts',

@@ -20,7 +20,6 @@ export interface SupervisorHooks {
 /** The part of node:cluster the supervisor uses: the module itself in the service, a stand-in in tests. */
 export interface WorkerCluster {
   fork(env: Record<string, string>): Worker;
-  readonly workers?: NodeJS.Dict<Worker> | undefined;
   on(event: 'exit', listener: (w: Worker, code: number, signal: string) => void): unknown;
 }
 
@@ -49,7 +48,12 @@ export class Supervisor {
   readonly #hooks: SupervisorHooks;
   readonly #cluster: WorkerCluster;
   readonly #clock: Clock;
-  readonly #startedAt = new Map<number, number>();
+  /**
+   * The workers forked and not yet exited, with when each started. Kept here rather than read from
+   * `cluster.workers`, which keeps a worker whose process exited before its IPC channel closed:
+   * counted from there, the last exit could leave the service waiting for a worker already gone.
+   */
+  readonly #live = new Map<number, { readonly worker: Worker; readonly startedAt: number }>();
   #phase: Phase = 'starting';
   #readyCount = 0;
   #restarts = 0;
@@ -81,7 +85,7 @@ export class Supervisor {
 
   /** The workers alive now. */
   #alive(): Worker[] {
-    return Object.values(this.#cluster.workers ?? {}).filter((w): w is Worker => w !== undefined);
+    return [...this.#live.values()].map((l) => l.worker);
   }
 
   /** Forks every worker, unless the service is already stopping (or draining). */
@@ -139,7 +143,7 @@ export class Supervisor {
   #fork(): Worker {
     // Workers run the engine decided here, so `auto` is decided (and logged) once.
     const w = this.#cluster.fork({ AUTH_HTTP_ENGINE: this.#engine });
-    this.#startedAt.set(w.id, this.#clock.now());
+    this.#live.set(w.id, { worker: w, startedAt: this.#clock.now() });
     // A message sent to a worker that just died fails with EPIPE, emitted as 'error' on the
     // worker: unheard, it would take the primary (and so every worker) down. Its 'exit' follows.
     w.on('error', (err: NodeJS.ErrnoException) => this.#log.debug('message to a worker failed', { worker: w.id, error: err.code ?? err.message }));
@@ -171,17 +175,17 @@ export class Supervisor {
   #exited(w: Worker, code: number, signal: string): void {
     this.#relay.leave(w.id);
     this.#hooks.scrape.exited(w.id);
-    const lived = this.#clock.now() - (this.#startedAt.get(w.id) ?? this.#clock.now());
-    this.#startedAt.delete(w.id);
+    const lived = this.#clock.now() - (this.#live.get(w.id)?.startedAt ?? this.#clock.now());
+    this.#live.delete(w.id);
     if (this.#phase === 'stopping') {
-      if (this.#alive().length === 0) this.#finish(this.#exitCode);
+      if (this.#live.size === 0) this.#finish(this.#exitCode);
       return;
     }
     if (this.#drainTimer !== undefined) {
       // The instance is going away: a worker that stopped (signalled itself) is not replaced.
       if (code === 0) this.#log.debug('worker stopped while draining', { worker: w.id });
       else this.#log.warn('worker exited while draining; not replaced', { worker: w.id, pid: w.process.pid, code, signal });
-      if (this.#alive().length === 0) this.stop(0);
+      if (this.#live.size === 0) this.stop(0);
       return;
     }
     this.#restarts++;
