@@ -8,11 +8,18 @@ function grownTo(a: Uint32Array, atLeast: number): Uint32Array {
   return b;
 }
 
-/** An {@link Adjacency}'s buffers and counters: what crosses from the pool thread that built it. */
+/** A capacity list of no node: a tight relation's until its first change (never written). */
+const TIGHT: Uint32Array = new Uint32Array(0);
+
+/**
+ * An {@link Adjacency}'s buffers and counters: what crosses from the pool thread that built it.
+ * Without `capacity` the relation is tight: every segment holds exactly its count, back to back
+ * (see {@link Adjacency.tightState}), and the capacities are made only when a change needs them.
+ */
 export interface AdjacencyState {
   readonly span: Uint32Array;
   readonly values: Uint32Array;
-  readonly capacity: Uint32Array;
+  readonly capacity?: Uint32Array | undefined;
   readonly end: number;
   readonly garbage: number;
 }
@@ -32,6 +39,8 @@ export class Adjacency {
   span: Uint32Array = new Uint32Array(32);
   values: Uint32Array = new Uint32Array(64);
   #capacity: Uint32Array = new Uint32Array(16);
+  /** Every segment's capacity is its count and `#capacity` is not made yet (see {@link AdjacencyState}). */
+  #tight = false;
   #end = 0;
   #garbage = 0;
 
@@ -45,7 +54,8 @@ export class Adjacency {
     const a = new Adjacency();
     a.span = s.span;
     a.values = s.values;
-    a.#capacity = s.capacity;
+    a.#capacity = s.capacity ?? TIGHT;
+    a.#tight = s.capacity === undefined;
     a.#end = s.end;
     a.#garbage = s.garbage;
     return a;
@@ -53,7 +63,47 @@ export class Adjacency {
 
   /** The buffers and counters, shared, not copied: for a transfer to another thread, after which this relation is not used. */
   state(): AdjacencyState {
-    return { span: this.span, values: this.values, capacity: this.#capacity, end: this.#end, garbage: this.#garbage };
+    return { span: this.span, values: this.values, capacity: this.#tight ? undefined : this.#capacity, end: this.#end, garbage: this.#garbage };
+  }
+
+  /**
+   * The state with every segment exactly its count, back to back, and no capacities: the least
+   * memory a relation that may never change again can take. `span` and `values` are new arrays
+   * (the caller packs them); this relation is not used after.
+   */
+  tightState(): AdjacencyState {
+    const nodes = this.#nodes();
+    const span = new Uint32Array(2 * nodes);
+    let end = 0;
+    for (let n = 0; n < nodes; n++) end += this.countOf(n);
+    const values = new Uint32Array(end);
+    end = 0;
+    for (let n = 0; n < nodes; n++) {
+      const count = this.countOf(n);
+      const from = this.#startOf(n);
+      values.set(this.values.subarray(from, from + count), end);
+      span[2 * n] = end;
+      span[2 * n + 1] = count;
+      end += count;
+    }
+    return { span, values, end, garbage: 0 };
+  }
+
+  /** Nodes laid out (ids below it may have neighbours). */
+  #nodes(): number {
+    return this.#tight ? this.span.length >>> 1 : this.#capacity.length;
+  }
+
+  /** The capacities, made from the counts the first time a tight relation changes. */
+  #capacities(): Uint32Array {
+    if (this.#tight) {
+      const nodes = this.span.length >>> 1;
+      const capacity = new Uint32Array(nodes);
+      for (let n = 0; n < nodes; n++) capacity[n] = this.countOf(n);
+      this.#capacity = capacity;
+      this.#tight = false;
+    }
+    return this.#capacity;
   }
 
   /** Drops every node and gives the buffers back: the relation is as new. */
@@ -61,14 +111,15 @@ export class Adjacency {
     this.span = new Uint32Array(32);
     this.values = new Uint32Array(64);
     this.#capacity = new Uint32Array(16);
+    this.#tight = false;
     this.#end = 0;
     this.#garbage = 0;
   }
 
   /** Makes room for nodes `0 … n-1`; a new node has no neighbours. */
   ensureNodes(n: number): void {
-    if (this.#capacity.length >= n) return;
-    this.#capacity = grownTo(this.#capacity, n);
+    if (this.#nodes() >= n) return;
+    this.#capacity = grownTo(this.#capacities(), n);
     this.span = grownTo(this.span, 2 * this.#capacity.length);
   }
 
@@ -90,6 +141,7 @@ export class Adjacency {
     const nodes = counts.length;
     this.span = new Uint32Array(2 * nodes);
     this.#capacity = counts.slice();
+    this.#tight = false;
     let end = 0;
     for (let n = 0; n < nodes; n++) {
       this.span[2 * n] = end;
@@ -151,7 +203,7 @@ export class Adjacency {
   /** Inserts `value` at position `i` of the segment, moving the tail. */
   insertAt(node: number, i: number, value: number): void {
     const count = this.countOf(node);
-    if (count === this.#capacity[node]) this.#relocate(node);
+    if (count === this.#capacities()[node]) this.#relocate(node);
     const from = this.#startOf(node) + i;
     this.values.copyWithin(from + 1, from, this.#startOf(node) + count);
     this.values[from] = value;
@@ -184,8 +236,9 @@ export class Adjacency {
 
   /** Drops every neighbour of `node` and its room. */
   clear(node: number): void {
-    this.#garbage += this.#capacity[node] as number;
-    this.#capacity[node] = 0;
+    const capacity = this.#capacities();
+    this.#garbage += capacity[node] as number;
+    capacity[node] = 0;
     this.span[2 * node] = 0;
     this.#setCount(node, 0);
     if (this.#worthCompacting()) this.compact();
@@ -197,10 +250,11 @@ export class Adjacency {
 
   /** Moves a full segment to the end of the buffer with room to grow (or grows it there in place). */
   #relocate(node: number): void {
-    const cap = this.#capacity[node] as number;
+    const capacity = this.#capacities();
+    const cap = capacity[node] as number;
     const next = cap + Math.max(2, cap >> 1);
     if (cap > 0 && this.#startOf(node) + cap === this.#end && this.#end + next - cap <= this.values.length) {
-      this.#capacity[node] = next;
+      capacity[node] = next;
       this.#end += next - cap;
       return;
     }
@@ -208,15 +262,16 @@ export class Adjacency {
     this.values = grownTo(this.values, this.#end + next);
     const from = this.#startOf(node);
     this.values.copyWithin(this.#end, from, from + this.countOf(node));
-    this.#garbage += this.#capacity[node] as number;
+    this.#garbage += cap;
     this.span[2 * node] = this.#end;
-    this.#capacity[node] = next;
+    capacity[node] = next;
     this.#end += next;
   }
 
   /** Rewrites the buffer with only the live segments, each with room for exactly its neighbours. */
   compact(): void {
-    const nodes = this.#capacity.length;
+    const capacity = this.#capacities();
+    const nodes = capacity.length;
     let live = 0;
     for (let n = 0; n < nodes; n++) live += this.countOf(n);
     const values = new Uint32Array(Math.max(16, Math.ceil(live * 1.25)));
@@ -226,7 +281,7 @@ export class Adjacency {
       const from = this.#startOf(n);
       values.set(this.values.subarray(from, from + count), end);
       this.span[2 * n] = end;
-      this.#capacity[n] = count;
+      capacity[n] = count;
       end += count;
     }
     this.values = values;

@@ -8,7 +8,8 @@ const DEFAULT_BUDGET = 1 << 15;
  * built is kept (however long: the one being paged through).
  */
 export class ListMemo<K> {
-  readonly #lists = new Map<K, readonly string[]>();
+  /** Made by the first list: most graphs of a many-client deployment are only ever checked. */
+  #lists: Map<K, readonly string[]> | undefined;
   readonly #budget: number;
   #names = 0;
 
@@ -17,29 +18,29 @@ export class ListMemo<K> {
   }
 
   get size(): number {
-    return this.#lists.size;
+    return this.#lists?.size ?? 0;
   }
 
   get(key: K): readonly string[] | undefined {
-    return this.#lists.get(key);
+    return this.#lists?.get(key);
   }
 
   set(key: K, list: readonly string[]): void {
     this.delete(key);
     if (this.#names + list.length > this.#budget) this.clear();
-    this.#lists.set(key, list);
+    (this.#lists ??= new Map()).set(key, list);
     this.#names += list.length;
   }
 
   delete(key: K): void {
-    const list = this.#lists.get(key);
+    const list = this.#lists?.get(key);
     if (list === undefined) return;
-    this.#lists.delete(key);
+    this.#lists?.delete(key);
     this.#names -= list.length;
   }
 
   clear(): void {
-    this.#lists.clear();
+    this.#lists?.clear();
     this.#names = 0;
   }
 }

@@ -58,6 +58,9 @@ function grown<A extends Uint8Array | Uint16Array | Uint32Array | Int32Array>(a:
   return b;
 }
 
+/** The free list of a table with no released id (never written: a release makes a new one). */
+const NO_FREE: Uint32Array = new Uint32Array(0);
+
 /** A {@link NameTable}'s buffers and counters: what crosses from the pool thread that built it. */
 export interface NameTableState {
   readonly chars: Uint8Array | Uint16Array;
@@ -65,7 +68,8 @@ export interface NameTableState {
   readonly garbageChars: number;
   readonly span: Uint32Array;
   readonly idEnd: number;
-  readonly free: Uint32Array;
+  /** Absent when no id is free (a table fresh from a snapshot). */
+  readonly free?: Uint32Array | undefined;
   readonly freeCount: number;
   readonly slots: Int32Array;
   readonly deletedSlots: number;
@@ -87,7 +91,7 @@ export class NameTable<T extends number> {
   #span: Uint32Array = new Uint32Array(32).fill(DEAD);
   /** One past the highest id ever assigned. */
   #idEnd = 0;
-  #free: Uint32Array = new Uint32Array(16);
+  #free: Uint32Array = NO_FREE;
   #freeCount = 0;
   /** Pairs (hash, id + 1): a probe compares hashes before it touches any characters. */
   #slots: Int32Array = new Int32Array(32);
@@ -102,7 +106,7 @@ export class NameTable<T extends number> {
     t.#garbageChars = s.garbageChars;
     t.#span = s.span;
     t.#idEnd = s.idEnd;
-    t.#free = s.free;
+    t.#free = s.free ?? NO_FREE;
     t.#freeCount = s.freeCount;
     t.#slots = s.slots;
     t.#deletedSlots = s.deletedSlots;
@@ -124,6 +128,15 @@ export class NameTable<T extends number> {
       deletedSlots: this.#deletedSlots,
       size: this.#size,
     };
+  }
+
+  /**
+   * The state with each buffer cut to what is used (the hash keeps its size, a power of two): views
+   * of this table's buffers, for the caller to pack; this table is not used after.
+   */
+  tightState(): NameTableState {
+    const free = this.#freeCount === 0 ? undefined : this.#free.subarray(0, this.#freeCount);
+    return { ...this.state(), chars: this.#chars.subarray(0, this.#charsEnd), span: this.#span.subarray(0, 2 * this.#idEnd), free };
   }
 
   /** Number of live names. */
@@ -243,7 +256,7 @@ export class NameTable<T extends number> {
     this.#garbageChars = 0;
     this.#span = new Uint32Array(32).fill(DEAD);
     this.#idEnd = 0;
-    this.#free = new Uint32Array(16);
+    this.#free = NO_FREE;
     this.#freeCount = 0;
     this.#slots = new Int32Array(32);
     this.#deletedSlots = 0;

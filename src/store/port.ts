@@ -132,11 +132,20 @@ const LISTED_ALL: [StoreMethod] extends [Listed] ? true : never = true;
 void LISTED_ALL;
 
 /**
+ * Below this size a graph image is copied, not moved: the copy is made by the thread that keeps
+ * it, in its own allocator, so that many small graphs do not each pin a chunk among the pool
+ * thread's short-lived buffers (memory the allocator could then never give back).
+ */
+const MOVE_FROM_BYTES = 64 * 1024;
+
+/**
  * The buffers a store method's value may give up to the thread that asked, rather than have them
- * copied (a graph image's: a hydration's whole graph); undefined for a value to copy.
+ * copied (a large graph image's: a hydration's whole graph); undefined for a value to copy.
  */
 export function movableBuffers(value: unknown): ArrayBuffer[] | undefined {
-  return isGraphImage(value) ? buffersOf(value) : undefined;
+  if (!isGraphImage(value)) return undefined;
+  const buffers = buffersOf(value);
+  return buffers.reduce((n, b) => n + b.byteLength, 0) >= MOVE_FROM_BYTES ? buffers : undefined;
 }
 
 /** Every name of {@link STORE_METHODS}. */

@@ -103,6 +103,7 @@ test('a graph built from a snapshot, moved to another port as its buffers and ad
       const m = new RbacModel();
       for (const c of before) m.applyLeniently(c);
       const image = imageOfSnapshot(m.snapshot());
+      assert.equal(buffersOf(image).length, 1, 'every array of the image is a view into one buffer');
       const g = TenantGraph.fromImage(await moved(image));
       assert.equal(image.userNames.chars.byteLength, 0, 'the sender no longer holds the buffers');
       assertSame(g, m, USERS, ROLES, PERMS);
@@ -169,6 +170,39 @@ test('an adjacency patched, cleared and compacted at random equals plain sorted 
       );
     }),
     { seed: 2202, numRuns: 60 },
+  );
+});
+
+test('a tight adjacency (segments back to back, no capacities) takes inserts, removals and clears as any other', () => {
+  fc.assert(
+    fc.property(fc.array(fc.tuple(fc.nat(9), fc.nat(60), fc.nat(99)), { minLength: 50, maxLength: 600 }), (ops) => {
+      let a = new Adjacency();
+      a.ensureNodes(10);
+      const model = Array.from({ length: 10 }, () => new Set<number>());
+      ops.forEach(([node, value, dice], i) => {
+        const set = model[node] as Set<number>;
+        // Every 40 operations the relation is packed tight and adopted again, as a hydration's image is.
+        if (i % 40 === 39) a = Adjacency.fromState(a.tightState());
+        if (dice < 60) {
+          assert.equal(a.insertSorted(node, value), !set.has(value));
+          set.add(value);
+        } else if (dice < 92) assert.equal(a.removeSorted(node, value), set.delete(value));
+        else {
+          a.clear(node);
+          set.clear();
+        }
+      });
+      a.ensureNodes(12);
+      assert.equal(a.insertSorted(11, 5), true);
+      model.forEach((set, node) =>
+        assert.deepEqual(
+          [...a.copyOf(node)],
+          [...set].sort((x, y) => x - y),
+        ),
+      );
+      assert.deepEqual([...a.copyOf(11)], [5]);
+    }),
+    { seed: 2204, numRuns: 60 },
   );
 });
 
