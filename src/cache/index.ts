@@ -138,6 +138,11 @@ export class TenantCache {
     return p;
   }
 
+  /** The revision of the tenant's cached graph (without touching its recency); undefined when not cached. */
+  cachedRevision(tenant: TenantId): number | undefined {
+    return this.#graphs.peek(tenant)?.revision;
+  }
+
   /** The cached tenants and the revision of each graph (without touching their recency). */
   revisions(): Array<[TenantId, number]> {
     const out: Array<[TenantId, number]> = [];
@@ -151,6 +156,8 @@ export class TenantCache {
    */
   async catchUp(tenant: TenantId, stored: number, replay: Replay): Promise<void> {
     if (stored > 0) this.#index.add(tenant);
+    // A hydration in flight may have read an older revision: it must not install it.
+    if (this.#inflight.has(tenant)) this.#floor.set(tenant, Math.max(this.#floor.get(tenant) ?? 0, stored));
     const g = this.#graphs.peek(tenant);
     if (g === undefined || g.revision >= stored) return;
     try {

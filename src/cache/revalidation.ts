@@ -3,23 +3,21 @@ import { every, systemClock, type Clock } from '../time/clock.ts';
 import type { Replay, TenantCache } from './index.ts';
 
 /**
- * What the backstop reads from the database (the store port's `tenantsSince` and `revisions`,
- * declared here so that the cache does not depend on the store).
+ * What the backstop reads from the database (the store port's `tenantsSince`, declared here so
+ * that the cache does not depend on the store).
  */
 export interface RevisionSource {
-  /** The tenants created after `cursor` (every tenant when undefined), and the cursor to ask from next. */
-  tenantsSince(cursor: string | undefined): Promise<{ readonly tenants: readonly TenantId[]; readonly cursor: string }>;
-  /** The committed revisions of many tenants (a tenant the database does not know is at 0). */
-  revisions(tenants: readonly TenantId[]): Promise<ReadonlyArray<readonly [TenantId, number]>>;
+  /**
+   * The tenants created or whose revision moved after `cursor` (every tenant when undefined), each
+   * with its committed revision, and the cursor to ask from next.
+   */
+  tenantsSince(cursor: string | undefined): Promise<{ readonly tenants: readonly TenantId[]; readonly revisions: readonly number[]; readonly cursor: string }>;
 }
 
 /** Where the backstop reports (a logger's debug level). */
 export interface RevalidationLog {
   debug(message: string, fields?: Record<string, unknown>): void;
 }
-
-/** Tenants asked about per revalidation query. */
-const REVALIDATE_BATCH = 1000;
 
 /** Where the client index's backstop goes on from: the store's cursor after its last read. */
 export interface CreatedCursor {
@@ -39,9 +37,9 @@ export async function loadClientIndex(cache: TenantCache, store: RevisionSource)
 
 /**
  * The backstop for changes this worker never heard of (a Redis message lost, another instance
- * on the same database without Redis): every `periodMs`, the tenants created since the last
- * look go into the client index (one cheap query), then the revisions of all cached tenants in
- * one query per batch, and a changelog replay (or a drop) for each graph found behind.
+ * on the same database without Redis): every `periodMs`, one query for the tenants created or
+ * changed since the last look, into the client index, and a changelog replay (or a drop) for
+ * each cached graph found behind. Its cost follows the writes, not the number of graphs cached.
  */
 export function startRevalidation(
   cache: TenantCache,
@@ -57,17 +55,12 @@ export function startRevalidation(
     const since = await store.tenantsSince(created.value);
     cache.know(since.tenants, false);
     created.value = since.cursor;
-    const cached = cache.revisions();
-    for (let i = 0; i < cached.length; i += REVALIDATE_BATCH) {
-      const batch = cached.slice(i, i + REVALIDATE_BATCH);
-      const stored = new Map(await store.revisions(batch.map(([t]) => t)));
-      for (const [tenant, revision] of batch) {
-        const s = stored.get(tenant) ?? 0;
-        if (s > revision) {
-          log.debug('revalidation found a graph behind', { revision, stored: s });
-          await cache.catchUp(tenant, s, replay(tenant));
-        }
-      }
+    for (let i = 0; i < since.tenants.length; i++) {
+      const tenant = since.tenants[i] as TenantId;
+      const stored = since.revisions[i] ?? 0;
+      const revision = cache.cachedRevision(tenant);
+      if (revision !== undefined && stored > revision) log.debug('revalidation found a graph behind', { revision, stored });
+      await cache.catchUp(tenant, stored, replay(tenant));
     }
   };
   const now = (): Promise<void> => {

@@ -255,4 +255,19 @@ export const MIGRATIONS: readonly Migration[] = [
     sqlite: [`CREATE INDEX audit_by_client_time ON audit (client_hash, at, id)`, `DROP INDEX audit_by_client`],
     postgresql: [`CREATE INDEX audit_by_client_time ON audit (client_hash, at, id)`, `DROP INDEX audit_by_client`],
   },
+  {
+    version: 6,
+    name: 'clients in the order their revisions moved (the revalidation backstop)',
+    // The backstop asks which clients moved since its last look, in one indexed query whatever
+    // the number of graphs cached. SQLite: every revision bump takes the next number of one
+    // sequence (writers commit one at a time, so the order is the commit order). PostgreSQL: the
+    // bumping transaction's id, read with the same snapshot rule as `created_xid`. Rows from
+    // before this migration carry 0 and are read at start like everything.
+    sqlite: [`ALTER TABLE clients ADD COLUMN changed_seq INTEGER NOT NULL DEFAULT 0`, `CREATE INDEX clients_by_changed_seq ON clients (changed_seq)`],
+    postgresql: [
+      `ALTER TABLE clients ADD COLUMN changed_xid xid8 NOT NULL DEFAULT '0'`,
+      `ALTER TABLE clients ALTER COLUMN changed_xid SET DEFAULT pg_current_xact_id()`,
+      `CREATE INDEX clients_by_changed_xid ON clients (changed_xid)`,
+    ],
+  },
 ];

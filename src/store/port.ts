@@ -39,10 +39,11 @@ export interface TenantStore {
    */
   revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>>;
   /**
-   * The tenants created after `cursor` (every tenant when undefined), and the cursor to ask from
-   * next time (opaque). A tenant whose creation commits after this call is in a later answer,
-   * whatever order creations commit in; a tenant may come more than once. Cheap when few were
-   * created: the client index's backstop asks every revalidation period.
+   * The tenants created or whose revision moved after `cursor` (every tenant when undefined), each
+   * with its committed revision, and the cursor to ask from next time (opaque). A tenant whose
+   * creation or write commits after this call is in a later answer, whatever order transactions
+   * commit in; a tenant may come more than once. One indexed query whose cost follows the writes:
+   * the revalidation backstop asks every period, whatever the number of graphs cached.
    */
   tenantsSince(cursor: string | undefined): Promise<CreatedTenants>;
   /** Committed changes with a revision above `since`, ascending, at most `limit`. */
@@ -154,6 +155,8 @@ export const ALL_STORE_METHODS: readonly StoreMethod[] = Object.values(STORE_MET
 /** What {@link TenantStore.tenantsSince} answers. */
 export interface CreatedTenants {
   readonly tenants: TenantId[];
+  /** Each tenant's committed revision, in the same order. */
+  readonly revisions: number[];
   /** Where the next call goes on from. */
   readonly cursor: string;
 }

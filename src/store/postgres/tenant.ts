@@ -31,7 +31,8 @@ const SQL = {
   tenantsSince: s(
     'tenants_since',
     `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS next,
-            coalesce((SELECT array_agg(hash) FROM clients WHERE created_xid >= $1::xid8), '{}') AS hashes`,
+            coalesce(array_agg(hash), '{}') AS hashes, coalesce(array_agg(revision), '{}') AS revisions
+     FROM clients WHERE changed_xid >= $1::xid8`,
   ),
   roleExists: s('role_exists', 'SELECT 1 FROM roles WHERE client_id = $1 AND role = $2'),
   insertRole: s('insert_role', 'INSERT INTO roles (client_id, role, description) VALUES ($1, $2, $3::bytea)'),
@@ -50,7 +51,7 @@ const SQL = {
   /** The tenant's revision + 1 and the changelog row, in one statement. */
   commitChange: s(
     'commit_change',
-    `WITH bumped AS (UPDATE clients SET revision = revision + 1 WHERE id = $1 RETURNING id, revision)
+    `WITH bumped AS (UPDATE clients SET revision = revision + 1, changed_xid = pg_current_xact_id() WHERE id = $1 RETURNING id, revision)
      INSERT INTO changelog (client_id, revision, op, role, permission, "user", description, at)
      SELECT id, revision, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::text FROM bumped
      RETURNING revision`,
@@ -58,7 +59,7 @@ const SQL = {
   /** {@link SQL.commitChange} and the request's audit row ($8…$13), still one round trip. */
   commitChangeAudited: s(
     'commit_change_audited',
-    `WITH bumped AS (UPDATE clients SET revision = revision + 1 WHERE id = $1 RETURNING id, hash, revision),
+    `WITH bumped AS (UPDATE clients SET revision = revision + 1, changed_xid = pg_current_xact_id() WHERE id = $1 RETURNING id, hash, revision),
           logged AS (INSERT INTO changelog (client_id, revision, op, role, permission, "user", description, at)
                      SELECT id, revision, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::text FROM bumped)
      INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
@@ -155,7 +156,8 @@ export class PostgresTenants implements TenantStore {
   async tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
     const row = (await this.#query('tenantsSince', SQL.tenantsSince, [cursor ?? '0']))[0];
     // Read back from the database, where only hashed keys are ever written: TenantIds again.
-    return { tenants: (row?.hashes ?? []) as TenantId[], cursor: String(row?.next ?? cursor ?? '0') };
+    const revisions = ((row?.revisions ?? []) as Array<string | number>).map(Number);
+    return { tenants: (row?.hashes ?? []) as TenantId[], revisions, cursor: String(row?.next ?? cursor ?? '0') };
   }
 
   /** One write, in its own transaction. */

@@ -96,10 +96,11 @@ export class SqliteTenants implements TenantStore {
     return rows.map((r) => [r.hash, r.revision]);
   }
   async tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
-    const after = Number(cursor ?? 0);
+    // Rows from before the sequence carry 0: the first look reads them too.
+    const after = cursor === undefined ? -1 : Number(cursor);
     // Read back from the database, where only hashed keys are ever written: TenantIds again.
-    const rows = whenFree(() => this.#stmt.tenantsSince.all(after)) as Array<{ id: number; hash: TenantId }>;
-    return { tenants: rows.map((r) => r.hash), cursor: String(rows.at(-1)?.id ?? after) };
+    const rows = whenFree(() => this.#stmt.tenantsSince.all(after)) as Array<{ changed_seq: number; hash: TenantId; revision: number }>;
+    return { tenants: rows.map((r) => r.hash), revisions: rows.map((r) => Number(r.revision)), cursor: String(rows.at(-1)?.changed_seq ?? after) };
   }
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     const rows = whenFree(() => this.#stmt.changes.all(tenant, since, limit)) as Row[];
@@ -208,9 +209,12 @@ function prepare(db: Database.Database) {
     tenantRow: prepared(db, 'SELECT id, revision FROM clients WHERE hash = ?'),
     revisions: prepared(db, 'SELECT hash, revision FROM clients WHERE hash IN (SELECT value FROM json_each(?))'),
     // One writer at a time, each new row numbered past every committed one: ids grow in commit order.
-    tenantsSince: prepared(db, 'SELECT id, hash FROM clients WHERE id > ? ORDER BY id'),
+    tenantsSince: prepared(db, 'SELECT changed_seq, hash, revision FROM clients WHERE changed_seq > ? ORDER BY changed_seq'),
     insertTenant: prepared(db, 'INSERT INTO clients (hash, revision) VALUES (?, 0) RETURNING id'),
-    bumpRevision: prepared(db, 'UPDATE clients SET revision = revision + 1 WHERE id = ? RETURNING revision'),
+    bumpRevision: prepared(
+      db,
+      'UPDATE clients SET revision = revision + 1, changed_seq = (SELECT coalesce(max(changed_seq), 0) + 1 FROM clients) WHERE id = ? RETURNING revision',
+    ),
     roles: prepared(db, 'SELECT role, description FROM roles WHERE client_id = ?'),
     grants: prepared(db, 'SELECT role, permission FROM grants WHERE client_id = ?'),
     // By user, from the covering index: the graph then interns each user once and needs no sort.

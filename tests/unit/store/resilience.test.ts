@@ -135,7 +135,7 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
     loadGraph: () => hit(imageOfSnapshot({ revision: 0, roles: [], grants: [], memberships: [] })),
     revision: () => hit(0),
     revisions: () => hit([]),
-    tenantsSince: () => hit({ tenants: [], cursor: '0' }),
+    tenantsSince: () => hit({ tenants: [], revisions: [], cursor: '0' }),
     writeMany: (ws) => hit(ws.map((): WriteSettled => ({ ok: true, value: committed }))),
     changes: () => hit([]),
     appendAudit: () => hit(undefined),
