@@ -12,11 +12,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { RbacClient, type ApiResult } from '../../src/client/index.ts';
-import { checkConfig, HAPROXY_BIN, haproxyEnv, startHaproxy } from '../helpers/haproxy.ts';
+import { checkConfig, HAPROXY_BIN, HAPROXY_CONFIG, haproxyEnv, startHaproxy } from '../helpers/haproxy.ts';
 import { sharedDatabase } from '../helpers/postgres.ts';
 import { crash } from '../helpers/processes.ts';
-import { freePort, rememberSecret, startServers, type RunningServer } from '../helpers/server.ts';
+import { freePort, rememberSecret, ROOT, startServers, type RunningServer } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { waitUntil } from '../helpers/wait.ts';
 
@@ -67,6 +69,19 @@ test('the shipped HAProxy file passes haproxy -c with instance addresses, and is
   const without = checkConfig({ PATH: process.env.PATH ?? '' });
   assert.notEqual(without.status, 0, 'no RBAC_GATEWAY_1 or _2: haproxy -c fails');
   assert.match(without.output, /'server' expects <name> and <addr>/);
+});
+
+test('the lines docs/operations.md quotes from the HAProxy file are in it', () => {
+  const doc = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+  const quoted = /```haproxy\n([\s\S]*?)```/.exec(doc)?.[1];
+  assert.ok(quoted !== undefined, 'a haproxy block in docs/operations.md');
+  const shipped = new Set(
+    readFileSync(HAPROXY_CONFIG, 'utf8')
+      .split('\n')
+      .map((l) => l.trim()),
+  );
+  const absent = quoted.split('\n').filter((l) => l.trim() !== '' && !shipped.has(l.trim()));
+  assert.deepEqual(absent, [], 'quoted lines that the shipped file does not have');
 });
 
 test('HAProxy splits clients over two instances, and moves a dead instance’s clients with their writes', { timeout: 120_000 }, async (t) => {
