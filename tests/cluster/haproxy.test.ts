@@ -9,13 +9,13 @@
  * (one worker per instance here), learnt by asking each instance directly. What an instance
  * caches: its own metrics (`rbac_cache_clients`, `rbac_cache_misses_total`).
  */
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RbacClient, type ApiResult } from '../../src/client/index.ts';
-import { checkConfig, HAPROXY_BIN, HAPROXY_CONFIG, haproxyEnv, startHaproxy } from '../helpers/haproxy.ts';
+import { checkConfig, HAPROXY_BIN, HAPROXY_CONFIG, haproxyEnv, startHaproxy, type RunningHaproxy } from '../helpers/haproxy.ts';
 import { sharedDatabase } from '../helpers/postgres.ts';
 import { crash } from '../helpers/processes.ts';
 import { freePort, rememberSecret, ROOT, startServers, type RunningServer } from '../helpers/server.ts';
@@ -84,27 +84,40 @@ test('the lines docs/operations.md quotes from the HAProxy file are in it', () =
   assert.deepEqual(absent, [], 'quoted lines that the shipped file does not have');
 });
 
-test('HAProxy splits clients over two instances, and moves a dead instance’s clients with their writes', { timeout: 120_000 }, async (t) => {
-  if (!(await requireService(t, 'haproxy binary', HAPROXY_BIN))) return;
-  if (!(await requireService(t, 'redis', REDIS_URL))) return;
+interface Fleet {
+  readonly servers: readonly [RunningServer, RunningServer];
+  /** Each instance's worker (request-id prefix). */
+  readonly workers: readonly [string, string];
+  readonly metricsPorts: readonly [number, number];
+  readonly lb: RunningHaproxy;
+  readonly baseUrl: string;
+}
+
+/**
+ * Two instances (one worker each) on a fresh PostgreSQL database and Redis, behind HAProxy run
+ * from the shipped file, both seen up by it; undefined when a service is missing (test skipped).
+ */
+async function fleet(t: TestContext, env: Record<string, string> = {}): Promise<Fleet | undefined> {
+  if (!(await requireService(t, 'haproxy binary', HAPROXY_BIN))) return undefined;
+  if (!(await requireService(t, 'redis', REDIS_URL))) return undefined;
   const db = await sharedDatabase(t);
-  if (db === undefined) return;
+  if (db === undefined) return undefined;
   const metricsPorts = [await freePort(), await freePort()] as const;
-  const common = { ...db.env, AUTH_REDIS_URL: REDIS_URL, AUTH_WORKERS: '1', AUTH_JWT_SECRET_KEY: randomBytes(32).toString('hex') };
-  const servers = await startServers(...metricsPorts.map((p) => ({ env: { ...common, AUTH_METRICS_PORT: String(p) } })));
+  const common = { ...db.env, AUTH_REDIS_URL: REDIS_URL, AUTH_WORKERS: '1', AUTH_JWT_SECRET_KEY: randomBytes(32).toString('hex'), ...env };
+  const servers = (await startServers(...metricsPorts.map((p) => ({ env: { ...common, AUTH_METRICS_PORT: String(p) } })))) as [RunningServer, RunningServer];
   t.after(async () => void (await Promise.all(servers.map((s) => s.kill()))));
-  const [a, b] = servers as [RunningServer, RunningServer];
-  const lb = await startHaproxy([`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`]);
+  const lb = await startHaproxy(servers.map((s) => `127.0.0.1:${s.port}`));
   t.after(() => lb.stop());
-  const [wa, wb] = [await workerOf(a), await workerOf(b)];
+  const workers = [await workerOf(servers[0]), await workerOf(servers[1])] as const;
   await waitUntil('HAProxy to see both instances ready', async () =>
     (await lb.serverStatus('gw1')) === 'UP' && (await lb.serverStatus('gw2')) === 'UP' ? true : undefined,
   );
+  return { servers, workers, metricsPorts, lb, baseUrl: `http://127.0.0.1:${lb.port}` };
+}
 
-  // Clients made and written through HAProxy, many requests on the same few keep-alive
-  // connections: HAProxy balances each request, not each connection.
-  const baseUrl = `http://127.0.0.1:${lb.port}`;
-  const tenants: Tenant[] = Array.from({ length: CLIENTS }, () => {
+/** `count` new clients made through HAProxy: role R, alice a member, R granted `read`. */
+async function newTenants(baseUrl: string, count: number): Promise<Tenant[]> {
+  const tenants: Tenant[] = Array.from({ length: count }, () => {
     const key = randomUUID();
     rememberSecret(key);
     return { key, api: new RbacClient({ baseUrl, key }), seen: new Set<string>() };
@@ -119,6 +132,23 @@ test('HAProxy splits clients over two instances, and moves a dead instance’s c
         expectStatus(r, 201, what);
         tn.seen.add(who(r));
       }
+    }),
+  );
+  return tenants;
+}
+
+test('HAProxy splits clients over two instances, and moves a dead instance’s clients with their writes', { timeout: 120_000 }, async (t) => {
+  const f = await fleet(t);
+  if (f === undefined) return;
+  const { lb, metricsPorts, baseUrl } = f;
+  const [, b] = f.servers;
+  const [wa, wb] = f.workers;
+
+  // Clients made and written through HAProxy, many requests on the same few keep-alive
+  // connections: HAProxy balances each request, not each connection.
+  const tenants = await newTenants(baseUrl, CLIENTS);
+  await Promise.all(
+    tenants.map(async (tn) => {
       // Each write is seen by the reads that follow.
       for (const [perm, want] of [
         ['read', true],
@@ -186,4 +216,41 @@ test('HAProxy splits clients over two instances, and moves a dead instance’s c
     assert.deepEqual([who(w), r.status, r.allowed, r.by], [wa, 200, true, wa], 'a write and its read after the failover');
   }
   t.diagnostic(`HAProxy's log of what went wrong: ${lb.output().trim().split('\n').length} lines`);
+});
+
+test('an instance stopped with SIGTERM and AUTH_SHUTDOWN_DELAY_MS leaves HAProxy before it closes: no request fails', { timeout: 120_000 }, async (t) => {
+  const f = await fleet(t, { AUTH_SHUTDOWN_DELAY_MS: '5000' });
+  if (f === undefined) return;
+  const [, b] = f.servers;
+  const [wa, wb] = f.workers;
+  const tenants = await newTenants(f.baseUrl, 16);
+  const ofB = tenants.filter((tn) => tn.seen.has(wb));
+  assert.ok(ofB.length > 0, 'some clients on B');
+  // Reads of B's clients without a pause, from before the signal until B is gone.
+  const failures: string[] = [];
+  let reads = 0;
+  let going = true;
+  const load = (async () => {
+    while (going) {
+      for (const tn of ofB) {
+        const r = await allowed(tn, 'read').catch((err: unknown) => ({ status: 0, allowed: undefined, by: String(err) }));
+        reads++;
+        if (r.status !== 200 || r.allowed !== true) failures.push(`HTTP ${r.status} ${r.allowed} (${r.by})`);
+      }
+    }
+  })();
+  const signalled = performance.now();
+  const exit = b.stop();
+  let downAfter = NaN;
+  await waitUntil('HAProxy to take B out', async () => ((await f.lb.serverStatus('gw2'))?.startsWith('DOWN') === true ? true : undefined));
+  downAfter = performance.now() - signalled;
+  const running = b.proc.exitCode === null && b.proc.signalCode === null;
+  assert.equal(await exit, 0, 'B stopped cleanly');
+  const exitedAfter = performance.now() - signalled;
+  going = false;
+  await load;
+  t.diagnostic(`B out of HAProxy ${downAfter.toFixed(0)} ms after SIGTERM, exited after ${exitedAfter.toFixed(0)} ms; ${reads} reads meanwhile`);
+  assert.ok(running, 'HAProxy took B out while B still served (within AUTH_SHUTDOWN_DELAY_MS)');
+  assert.deepEqual(failures, [], 'no read failed across the stop');
+  for (const tn of ofB) assert.equal((await allowed(tn, 'read')).by, wa, 'B’s clients now on A');
 });
