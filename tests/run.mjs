@@ -81,6 +81,7 @@ const files = [
   ...clusterModes,
   'tests/unit/store/resilience.test.ts',
   'tests/cluster/instances.test.ts',
+  'tests/cluster/haproxy.test.ts',
   'tests/features/unknown-clients.test.ts',
   'tests/cluster/outage.test.ts',
   'tests/ops/operations.test.ts',
