@@ -3,7 +3,8 @@
  * their runners replay them: every published question sent to /access/v1/evaluation one by one,
  * then all at once to /access/v1/evaluations, and each answer compared as exact JSON with the
  * published one. The scenarios' users, roles and expected decisions are encoded below as data; the
- * grants that express them are written through /api (docs/authzen.md, "A gateway and a Todo app").
+ * grants that express them are written through /api (docs/authzen.md, "Worked example: a gateway
+ * and a Todo app").
  *
  * The server runs as a developer would start it locally: no AuthZEN setting but an http base URL on
  * the loopback address. Gateway plug-ins send subjects of type `identity`, the Todo app `user`;
