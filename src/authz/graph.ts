@@ -134,9 +134,8 @@ export class TenantGraph {
   }
 
   /**
-   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates, the
-   * first a string or spelled, the last two spelled in buffers): one user look-up for all of them,
-   * allocation-free.
+   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates, spelled
+   * in buffers but for a plain first one): one user look-up for all of them, allocation-free.
    */
   checkAny(user: string, a: string | Spelling | undefined, b: Spelling | undefined, c: Spelling | undefined): boolean {
     const u = this.#userNames.id(user);
