@@ -134,13 +134,13 @@ export class TenantGraph {
   }
 
   /**
-   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates, the
-   * last two spelled in buffers): one user look-up for all of them, allocation-free.
+   * Whether `user` holds any of up to three permissions (an AuthZEN evaluation's candidates, spelled
+   * in buffers but for a plain first one): one user look-up for all of them, allocation-free.
    */
-  checkAny(user: string, a: string, b: Spelling | undefined, c: Spelling | undefined): boolean {
+  checkAny(user: string, a: string | Spelling | undefined, b: Spelling | undefined, c: Spelling | undefined): boolean {
     const u = this.#userNames.id(user);
     if (u === undefined) return false;
-    const pa = this.#permNames.id(a);
+    const pa = a === undefined ? undefined : typeof a === 'string' ? this.#permNames.id(a) : this.#permNames.idOf(a);
     if (pa !== undefined && this.#holds(u, pa)) return true;
     const pb = b === undefined ? undefined : this.#permNames.idOf(b);
     if (pb !== undefined && this.#holds(u, pb)) return true;

@@ -8,12 +8,23 @@ export const UNKNOWN_SUBJECT = 1;
 export const NOT_GRANTED = 2;
 export type Decision = typeof PERMIT | typeof UNKNOWN_SUBJECT | typeof NOT_GRANTED;
 
-/** The answers of one evaluation, prebuilt: a permit carries no context (AuthZEN §5.5). */
-export const DECISION_BODY: Readonly<Record<Decision, string>> = {
-  [PERMIT]: '{"decision":true}',
-  [UNKNOWN_SUBJECT]: '{"decision":false,"context":{"reason":"unknown_subject"}}',
-  [NOT_GRANTED]: '{"decision":false,"context":{"reason":"not_granted"}}',
-};
+/**
+ * The answers of one evaluation, prebuilt, by decision: a permit carries no context (AuthZEN
+ * §5.5); a deny is exactly `{"decision":false}`, since interop clients compare answers as exact
+ * JSON, unless reasons were asked for (AUTH_AUTHZEN_DENY_REASONS).
+ */
+function decisionBodies(denyReasons: boolean): Readonly<Record<Decision, string>> {
+  const deny = (reason: string): string => (denyReasons ? `{"decision":false,"context":{"reason":"${reason}"}}` : '{"decision":false}');
+  return { [PERMIT]: '{"decision":true}', [UNKNOWN_SUBJECT]: deny('unknown_subject'), [NOT_GRANTED]: deny('not_granted') };
+}
+
+/**
+ * The permission name an AuthZEN action name is stored as: `/` reads as `.` (MCP's `tools/call`
+ * is `tools.call`, docs/authzen.md). The string itself when it has no `/`.
+ */
+export function storedAction(name: string): string {
+  return name.indexOf('/') < 0 ? name : name.replaceAll('/', '.');
+}
 
 /** An item of a batch that could not be evaluated: a deny naming the problem, not a 400. */
 function itemError(message: string): string {
@@ -26,13 +37,19 @@ function itemError(message: string): string {
  */
 export class Pdp {
   readonly #subjectTypes: ReadonlySet<string>;
-  /** The candidates `t:a` and `t:i:a` of the evaluation at hand, spelled in place. */
+  readonly #bodies: Readonly<Record<Decision, string>>;
+  /** The candidates `t:a` and `t:i:a` of the evaluation at hand, spelled in place; `a` too when it has a `/`. */
   readonly #ofType = new ComposedName();
   readonly #ofResource = new ComposedName();
+  readonly #global = new ComposedName();
 
-  /** `subjectTypes`: the AuthZEN subject types that name users (AUTH_AUTHZEN_SUBJECT_TYPES). */
-  constructor(subjectTypes: readonly string[]) {
+  /**
+   * `subjectTypes`: the AuthZEN subject types that name users (AUTH_AUTHZEN_SUBJECT_TYPES);
+   * `denyReasons`: whether a deny says why (AUTH_AUTHZEN_DENY_REASONS).
+   */
+  constructor(subjectTypes: readonly string[], denyReasons: boolean) {
     this.#subjectTypes = new Set(subjectTypes);
+    this.#bodies = decisionBodies(denyReasons);
   }
 
   /** Whether a subject names a user. */
@@ -42,7 +59,8 @@ export class Pdp {
 
   /**
    * True iff the user holds a candidate permission: `a` (global), `t:a` (the type) or `t:i:a`
-   * (the resource). A candidate that is not a valid name is never stored, so it matches nothing.
+   * (the resource), with `/` in `a` read as `.`. A candidate that is not a valid name is never
+   * stored, so it matches nothing.
    */
   evaluate(g: TenantGraph, subject: Entity, action: Action, resource: Entity): Decision {
     const user = subject.id;
@@ -51,9 +69,11 @@ export class Pdp {
     if (isUser && a.indexOf(':') < 0) {
       const t = resource.type;
       const typed = t.indexOf(':') < 0;
+      // Spelled only when it has a `/` to read as `.`: the common action stays the string it came as.
+      const global = a.indexOf('/') < 0 ? a : this.#global.action(a) ? this.#global : undefined;
       const ofType = typed && this.#ofType.compose(t, a) ? this.#ofType : undefined;
       const ofResource = typed && this.#ofResource.compose(t, resource.id, a) ? this.#ofResource : undefined;
-      if (g.checkAny(user, a, ofType, ofResource)) return PERMIT;
+      if (g.checkAny(user, global, ofType, ofResource)) return PERMIT;
     }
     return isUser && g.hasUser(user) ? NOT_GRANTED : UNKNOWN_SUBJECT;
   }
@@ -62,7 +82,7 @@ export class Pdp {
   evaluation(g: TenantGraph, req: EvaluationRequest, count: (allowed: boolean) => void): string {
     const d = this.evaluate(g, req.subject, req.action, req.resource);
     count(d === PERMIT);
-    return DECISION_BODY[d];
+    return this.#bodies[d];
   }
 
   /**
@@ -83,7 +103,7 @@ export class Pdp {
         const m = merged as EvaluationRequest;
         const d = this.evaluate(g, m.subject, m.action, m.resource);
         allowed = d === PERMIT;
-        out.push(DECISION_BODY[d]);
+        out.push(this.#bodies[d]);
       }
       count(allowed);
       if ((semantic === 'deny_on_first_deny' && !allowed) || (semantic === 'permit_on_first_permit' && allowed)) break;

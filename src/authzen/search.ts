@@ -1,7 +1,7 @@
 import { ComposedName } from '../authz/composed-name.ts';
 import type { TenantGraph } from '../authz/graph.ts';
 import { readPermission } from '../authz/resources.ts';
-import type { Pdp } from './decide.ts';
+import { storedAction, type Pdp } from './decide.ts';
 import type { SearchRequest } from './requests.ts';
 
 /**
@@ -19,7 +19,7 @@ const keyOf = (...parts: readonly string[]): string => parts.map((p) => `${p.len
 
 /** The users holding a candidate for the action on the resource. */
 export function searchSubjects(g: TenantGraph, pdp: Pdp, req: SearchRequest): readonly string[] {
-  const a = req.action.name;
+  const a = storedAction(req.action.name);
   if (!pdp.isUser(req.subject) || a.includes(':')) return NONE;
   const { type: t, id: i } = req.resource;
   const candidates = t.includes(':') ? [a] : [a, `${t}:${a}`, `${t}:${i}:${a}`];
@@ -32,7 +32,7 @@ export function searchSubjects(g: TenantGraph, pdp: Pdp, req: SearchRequest): re
 /** The known resources of the requested type the subject may act on. */
 export function searchResources(g: TenantGraph, pdp: Pdp, req: SearchRequest): readonly string[] {
   const user = req.subject.id;
-  const a = req.action.name;
+  const a = storedAction(req.action.name);
   const t = req.resource.type;
   if (!pdp.isUser(req.subject) || a.includes(':') || t.includes(':') || !g.hasUser(user)) return NONE;
   const ofType = new ComposedName();

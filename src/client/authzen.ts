@@ -32,7 +32,7 @@ export interface EvaluationsRequest {
   options?: { evaluations_semantic?: 'execute_all' | 'deny_on_first_deny' | 'permit_on_first_permit' };
   evaluations?: Array<Partial<EvaluationRequest>>;
 }
-/** A decision: a permit is exactly `{decision: true}`; a deny may say why. */
+/** A decision: a permit is exactly `{decision: true}`, a deny `{decision: false}`, which says why only with AUTH_AUTHZEN_DENY_REASONS=true. */
 export interface Decision {
   decision: boolean;
   context?: { reason?: string; error?: { status: number; message: string } };

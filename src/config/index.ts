@@ -68,14 +68,15 @@ function checkWebhookHosts(cfg: Config): void {
 
 /**
  * The AuthZEN settings (docs/authzen.md): the PDP identifier is `https://host[:port][/path]`
- * without userinfo, query, fragment or trailing slash, since clients compare it to what they
- * asked for; each subject type follows the name rule.
+ * (`http://` too on a loopback host, for development) without userinfo, query, fragment or
+ * trailing slash, since clients compare it to what they asked for; each subject type follows the
+ * name rule.
  */
 function checkAuthzen(cfg: Config): void {
   const base = cfg.AUTH_AUTHZEN_BASE_URL;
   if (base !== undefined && !isPdpIdentifier(base)) {
     throw new ConfigError(
-      `AUTH_AUTHZEN_BASE_URL=${JSON.stringify(base)} is invalid: allowed is https://host[:port][/path] without userinfo, query, fragment or trailing /`,
+      `AUTH_AUTHZEN_BASE_URL=${JSON.stringify(base)} is invalid: allowed is https://host[:port][/path] (or http:// on localhost, 127.0.0.1 or [::1]) without userinfo, query, fragment or trailing /`,
     );
   }
   for (const type of cfg.AUTH_AUTHZEN_SUBJECT_TYPES.split(',')) {
@@ -87,11 +88,18 @@ function checkAuthzen(cfg: Config): void {
   }
 }
 
+/** Hosts on which a plain-http identifier is accepted: a developer's own machine, never the network. */
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
 function isPdpIdentifier(base: string): boolean {
-  if (!/^https:\/\/[^/?#@\s]+(\/[^?#\s]*)?$/.test(base) || base.endsWith('/')) return false;
+  const shape = /^(https?):\/\/([^/?#@\s]+)(\/[^?#\s]*)?$/.exec(base);
+  if (shape === null || base.endsWith('/')) return false;
+  // The host as written (`127.1` is not `127.0.0.1` here): the identifier is compared as a string.
+  const host = (shape[2] ?? '').replace(/:\d+$/, '').toLowerCase();
   try {
     const url = new URL(base);
-    return url.protocol === 'https:' && url.hostname !== '';
+    if (url.hostname === '') return false;
+    return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK.has(host));
   } catch {
     return false;
   }

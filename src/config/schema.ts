@@ -40,7 +40,8 @@ export const configSchema = {
     AUTH_SHUTDOWN_DELAY_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 0 },
     AUTH_ACCESS_LOG_SAMPLE: { type: 'number', minimum: 0, maximum: 1, default: 0 },
     AUTH_AUTHZEN_BASE_URL: { type: 'string', minLength: 1 },
-    AUTH_AUTHZEN_SUBJECT_TYPES: { type: 'string', minLength: 1, default: 'user' },
+    AUTH_AUTHZEN_SUBJECT_TYPES: { type: 'string', minLength: 1, default: 'user,identity' },
+    AUTH_AUTHZEN_DENY_REASONS: { type: 'boolean', default: false },
   },
 } as const;
 
@@ -102,8 +103,13 @@ interface ConfigFields {
   readonly AUTH_SHUTDOWN_DELAY_MS: number;
   /** Share of `/api` requests written to the access log (0 to 1; 0: none). */
   readonly AUTH_ACCESS_LOG_SAMPLE: number;
-  /** The https PDP identifier published at /.well-known/authzen-configuration; none: that route is 404. */
+  /**
+   * The PDP identifier published at /.well-known/authzen-configuration (https, or http on a
+   * loopback host); none: that route is 404.
+   */
   readonly AUTH_AUTHZEN_BASE_URL?: string;
-  /** Comma-separated AuthZEN subject types that name users. */
+  /** Comma-separated AuthZEN subject types that name users (`identity` is what gateway plug-ins send). */
   readonly AUTH_AUTHZEN_SUBJECT_TYPES: string;
+  /** Whether denies carry `context.reason`; off, a deny is exactly `{"decision":false}` (interop clients compare exact JSON). */
+  readonly AUTH_AUTHZEN_DENY_REASONS: boolean;
 }

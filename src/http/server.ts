@@ -90,7 +90,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     metrics: deps.metrics,
   };
   const api = new ApiHandler({ ...shared, answers });
-  const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','));
+  const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','), config.AUTH_AUTHZEN_DENY_REASONS);
   const authzen = new AuthzenHandler({ ...shared, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
   const app = deps.engine.createApp();
   const routes = new RouteTable(app, drain, reply);

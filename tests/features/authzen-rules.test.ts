@@ -1,7 +1,8 @@
 /**
  * The rules of docs/authzen.md on the real server: 400 cases naming the field, what is ignored,
- * unknown ids, the batch semantics and defaults, authentication and the order of checks, request
- * ids, isolation between clients, the metadata document, OpenAPI, metrics and audit of reads.
+ * unknown ids, the exact bytes of decisions (reasons only when asked for), agents' tool calls, the
+ * batch semantics and defaults, authentication and the order of checks, request ids, isolation
+ * between clients, the metadata document, OpenAPI, metrics and audit of reads.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,14 +24,13 @@ before(async () => {
     {
       env: {
         AUTH_AUTHZEN_BASE_URL: BASE,
-        AUTH_AUTHZEN_SUBJECT_TYPES: 'user,identity',
         AUTH_JWT_SECRET_KEY: SECRET,
         AUTH_AUDIT_CHECKS: 'true',
         AUTH_MAX_BODY_BYTES: '262144',
         AUTH_METRICS_PORT: String(metricsPort),
       },
     },
-    {},
+    { env: { AUTH_AUTHZEN_DENY_REASONS: 'true' } },
   )) as [RunningServer, RunningServer];
   alice = server.client();
   await alice.createRole('reader');
@@ -115,7 +115,7 @@ test('400 naming the field by its dotted path; unknown keys ignored at every lev
   const extra = { ...ok, extra: 1, subject: { ...ok.subject, extra: [1] }, action: { name: 'read', properties: { a: 1 } }, context: { time: 'now' } };
   assert.deepEqual((await ev(extra)).value, { decision: true });
   const odd = { subject: { type: 'user', id: 'al ice/ü' + 'x'.repeat(300) }, action: { name: 're ad' }, resource: { type: 'd:o:c', id: '\u0000' } };
-  assert.deepEqual((await ev(odd)).value, { decision: false, context: { reason: 'unknown_subject' } });
+  assert.deepEqual((await ev(odd)).value, { decision: false });
   const page = (p: unknown) => alice.pdp('/access/v1/search/resource', { subject: ok.subject, action: ok.action, resource: { type: 'doc' }, page: p });
   refused(await page({ limit: 0 }), 'page.limit', 'limit 0');
   refused(await page({ limit: 1.5 }), 'page.limit', 'limit 1.5');
@@ -130,26 +130,107 @@ test('400 naming the field by its dotted path; unknown keys ignored at every lev
   assert.equal((await alice.pdp('/access/v1/search/subject', { ...ok, subject: { type: 'user', id: 5 } })).status, 200);
 });
 
-test('decisions: permit without context, denies with a reason, unknown subject types and ids deny', async () => {
-  const ev = (subject: object, action: string, resource: object) =>
-    alice.evaluation({ subject: subject as never, action: { name: action }, resource: resource as never });
-  assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'read', { type: 'doc', id: 'any' })).value, { decision: true });
-  assert.deepEqual((await ev({ type: 'identity', id: 'alice' }, 'view', { type: 'img', id: 'i1' })).value, { decision: true });
-  assert.deepEqual((await ev({ type: 'user', id: 'bob' }, 'approve', { type: 'x', id: 'y' })).value, { decision: true });
-  assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'view', { type: 'img', id: 'i2' })).value, { decision: false, context: { reason: 'not_granted' } });
-  assert.deepEqual((await ev({ type: 'group', id: 'alice' }, 'read', { type: 'doc', id: 'd' })).value, {
-    decision: false,
-    context: { reason: 'unknown_subject' },
+/** The bytes of a 200 answer, as an interop runner reads them. */
+async function answerText(s: RunningServer, key: string, path: string, body: unknown): Promise<string> {
+  const res = await fetch(`${s.baseUrl}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
   });
-  assert.deepEqual((await ev({ type: 'user', id: 'carol' }, 'read', { type: 'doc', id: 'd' })).value, {
-    decision: false,
-    context: { reason: 'unknown_subject' },
-  });
-  assert.deepEqual((await ev({ type: 'user', id: 'alice' }, 'doc:read', { type: 'doc', id: 'd' })).value, {
-    decision: false,
-    context: { reason: 'not_granted' },
-  });
-  assert.deepEqual((await ev({ type: 'user', id: 'alice', properties: { roles: ['boss'] } }, 'approve', { type: 'x', id: 'y' })).value?.decision, false);
+  const text = await res.text();
+  assert.equal(res.status, 200, text);
+  return text;
+}
+
+const PERMIT = '{"decision":true}';
+const DENY = '{"decision":false}';
+
+test('decisions are exactly {"decision":true} or {"decision":false}, whatever the deny, alone and in a batch', async () => {
+  const asks: Array<[object, string, object, boolean, string]> = [
+    [{ type: 'user', id: 'alice' }, 'read', { type: 'doc', id: 'any' }, true, 'a type-wide grant'],
+    [{ type: 'identity', id: 'alice' }, 'view', { type: 'img', id: 'i1' }, true, 'identity names users by default'],
+    [{ type: 'user', id: 'bob' }, 'approve', { type: 'x', id: 'y' }, true, 'a global grant'],
+    [{ type: 'user', id: 'alice' }, 'view', { type: 'img', id: 'i2' }, false, 'not granted'],
+    [{ type: 'group', id: 'alice' }, 'read', { type: 'doc', id: 'd' }, false, 'a type that names no users'],
+    [{ type: 'user', id: 'carol' }, 'read', { type: 'doc', id: 'd' }, false, 'a user without roles'],
+    [{ type: 'user', id: 'alice' }, 'doc:read', { type: 'doc', id: 'd' }, false, 'an action with a colon'],
+    [{ type: 'user', id: 'alice', properties: { roles: ['boss'] } }, 'approve', { type: 'x', id: 'y' }, false, 'properties grant nothing'],
+  ];
+  const requests = asks.map(([subject, name, resource]) => ({ subject, action: { name }, resource }));
+  const key = alice.key ?? '';
+  for (const [i, request] of requests.entries()) {
+    const [, , , expected, what] = asks[i] as (typeof asks)[number];
+    assert.equal(await answerText(server, key, '/access/v1/evaluation', request), expected ? PERMIT : DENY, what);
+  }
+  const batch = await answerText(server, key, '/access/v1/evaluations', { evaluations: requests });
+  assert.equal(batch, `{"evaluations":[${asks.map(([, , , expected]) => (expected ? PERMIT : DENY)).join(',')}]}`);
+});
+
+test('AUTH_AUTHZEN_DENY_REASONS=true: a deny says why (unknown_subject, not_granted); a permit still carries nothing', async () => {
+  const c = bare.client();
+  assert.equal((await c.createRole('reader')).status, 201);
+  assert.equal((await c.grant('reader', 'doc:read')).status, 201);
+  assert.equal((await c.addMember('alice', 'reader')).status, 201);
+  const ask = (type: string, id: string, name: string) => ({ subject: { type, id }, action: { name }, resource: { type: 'doc', id: 'd1' } });
+  const unknown = '{"decision":false,"context":{"reason":"unknown_subject"}}';
+  const notGranted = '{"decision":false,"context":{"reason":"not_granted"}}';
+  const key = c.key ?? '';
+  assert.equal(await answerText(bare, key, '/access/v1/evaluation', ask('user', 'alice', 'read')), PERMIT);
+  assert.equal(await answerText(bare, key, '/access/v1/evaluation', ask('user', 'alice', 'write')), notGranted);
+  assert.equal(await answerText(bare, key, '/access/v1/evaluation', ask('user', 'carol', 'read')), unknown);
+  assert.equal(await answerText(bare, key, '/access/v1/evaluation', ask('group', 'alice', 'read')), unknown);
+  const items = [ask('user', 'alice', 'read'), ask('identity', 'alice', 'write'), ask('robot', 'alice', 'read')];
+  assert.equal(await answerText(bare, key, '/access/v1/evaluations', { evaluations: items }), `{"evaluations":[${PERMIT},${notGranted},${unknown}]}`);
+});
+
+test("agents' tool calls: `/` in an action name reads as `.`, in evaluations and in searches", async () => {
+  const c = server.client();
+  const roles: Record<string, string[]> = {
+    'research-agent': ['tool:search_web:tools.call', 'tool:read_file:tools.call', 'tool:summarise:tools.call'],
+    agent: ['mcp_server:resources.list'],
+    'trusted-agent': ['tools.call'],
+  };
+  for (const [role, perms] of Object.entries(roles)) {
+    assert.equal((await c.createRole(role)).status, 201);
+    for (const p of perms) assert.equal((await c.grant(role, p)).status, 201, p);
+  }
+  for (const [who, role] of [
+    ['agent-7', 'research-agent'],
+    ['agent-7', 'agent'],
+    ['agent-9', 'agent'],
+    ['ops-bot', 'trusted-agent'],
+  ] as const)
+    assert.equal((await c.addMember(who, role)).status, 201);
+  const ask = (id: string, name: string, type: string, rid: string) => ({ subject: { type: 'identity', id }, action: { name }, resource: { type, id: rid } });
+  const cases: Array<[ReturnType<typeof ask>, boolean]> = [
+    [ask('agent-7', 'tools/call', 'tool', 'search_web'), true],
+    [ask('agent-7', 'tools/call', 'tool', 'deploy'), false],
+    [ask('agent-9', 'tools/call', 'tool', 'search_web'), false],
+    [ask('agent-9', 'resources/list', 'mcp_server', 'https://mcp.example.com'), true],
+    [ask('agent-7', 'resources/list', 'mcp_server', 'https://mcp.example.com'), true],
+    [ask('ops-bot', 'tools/call', 'tool', 'deploy'), true],
+    [ask('ops-bot', 'resources/list', 'mcp_server', 'https://mcp.example.com'), false],
+    [ask('agent-7', 'tools.call', 'tool', 'read_file'), true],
+    [ask('agent-7', 'tools\\call', 'tool', 'read_file'), false],
+    [ask('agent-7', 'tools/call/', 'tool', 'read_file'), false],
+  ];
+  const key = c.key ?? '';
+  for (const [request, expected] of cases)
+    assert.equal(await answerText(server, key, '/access/v1/evaluation', request), expected ? PERMIT : DENY, JSON.stringify(request));
+  const batch = await answerText(server, key, '/access/v1/evaluations', { evaluations: cases.map(([r]) => r) });
+  assert.equal(batch, `{"evaluations":[${cases.map(([, e]) => (e ? PERMIT : DENY)).join(',')}]}`);
+  const who = await c.searchSubjects({ subject: { type: 'identity' }, action: { name: 'tools/call' }, resource: { type: 'tool', id: 'search_web' } });
+  assert.deepEqual(who.value?.results, [
+    { type: 'identity', id: 'agent-7' },
+    { type: 'identity', id: 'ops-bot' },
+  ]);
+  const tools = await c.searchResources({ subject: { type: 'identity', id: 'agent-7' }, action: { name: 'tools/call' }, resource: { type: 'tool' } });
+  assert.deepEqual(
+    tools.value?.results.map((r) => r.id),
+    ['read_file', 'search_web', 'summarise'],
+  );
+  const can = await c.searchActions({ subject: { type: 'identity', id: 'agent-7' }, resource: { type: 'tool', id: 'search_web' } });
+  assert.deepEqual(can.value?.results, [{ name: 'tools.call' }], 'the stored spelling, which evaluates true as well');
 });
 
 test('batches: defaults replaced whole, item errors as denies, each semantic, and the 400s of the batch itself', async () => {
@@ -181,7 +262,7 @@ test('batches: defaults replaced whole, item errors as denies, each semantic, an
   assert.deepEqual(await run('permit_on_first_permit'), { evaluations: all.slice(0, 1) });
   const denies = { ...body, evaluations: [{ action: { name: 'nope' } }, { action: { name: 'read' } }] };
   assert.deepEqual((await alice.pdp('/access/v1/evaluations', { ...denies, options: { evaluations_semantic: 'permit_on_first_permit' } })).value, {
-    evaluations: [{ decision: false, context: { reason: 'not_granted' } }, { decision: true }],
+    evaluations: [{ decision: false }, { decision: true }],
   });
   // Without items, or with none: exactly a single evaluation.
   assert.deepEqual((await alice.pdp('/access/v1/evaluations', ok)).value, { decision: true });
@@ -234,7 +315,7 @@ test('X-Request-ID is echoed (1-128 visible ASCII), else replaced; X-Authz-Revis
 
 test('clients are isolated: another key sees none of this client, and the body cannot choose the client', async () => {
   const other = server.client();
-  assert.deepEqual((await other.evaluation(ok)).value, { decision: false, context: { reason: 'unknown_subject' } });
+  assert.deepEqual((await other.evaluation(ok)).value, { decision: false });
   const search = await other.searchSubjects({ subject: { type: 'user' }, action: { name: 'read' }, resource: { type: 'doc', id: 'd1' } });
   assert.deepEqual(search.value, { page: { next_token: '', count: 0, total: 0 }, results: [] });
   const sneaky = { ...ok, context: { client: alice.key }, subject: { ...ok.subject, properties: { client: alice.key } } };
@@ -269,9 +350,12 @@ test('metadata: both well-known forms, built from AUTH_AUTHZEN_BASE_URL only; 40
   assert.equal((await bare.client().evaluation(ok)).status, 200, 'the decision routes are served without a base URL');
 });
 
-test('AUTH_AUTHZEN_BASE_URL and AUTH_AUTHZEN_SUBJECT_TYPES are checked at start-up', () => {
+test('AUTH_AUTHZEN_BASE_URL, AUTH_AUTHZEN_SUBJECT_TYPES and AUTH_AUTHZEN_DENY_REASONS are checked at start-up; the defaults', () => {
   for (const bad of [
     'http://pdp.example.com',
+    'http://127.1:5000',
+    'http://10.0.0.7:5000',
+    'ftp://localhost',
     'https://pdp.example.com/',
     'https://u:p@pdp.example.com',
     'https://pdp.example.com?x=1',
@@ -280,9 +364,23 @@ test('AUTH_AUTHZEN_BASE_URL and AUTH_AUTHZEN_SUBJECT_TYPES are checked at start-
   ]) {
     assert.throws(() => loadConfig({ AUTH_AUTHZEN_BASE_URL: bad }, '/nonexistent'), /AUTH_AUTHZEN_BASE_URL/, bad);
   }
-  for (const good of ['https://pdp.example.com', 'https://pdp.example.com:8443/a/b'])
+  for (const good of [
+    'https://pdp.example.com',
+    'https://pdp.example.com:8443/a/b',
+    'http://127.0.0.1:5000',
+    'http://localhost:5000/pdp',
+    'http://[::1]:5000',
+    'http://localhost',
+  ])
     assert.equal(loadConfig({ AUTH_AUTHZEN_BASE_URL: good }, '/nonexistent').AUTH_AUTHZEN_BASE_URL, good);
-  assert.equal(loadConfig({}, '/nonexistent').AUTH_AUTHZEN_SUBJECT_TYPES, 'user');
+  assert.throws(() => loadConfig({ AUTH_AUTHZEN_BASE_URL: 'http://pdp.example.com' }, '/nonexistent'), /or http:\/\/ on localhost, 127\.0\.0\.1 or \[::1\]/);
+  assert.equal(loadConfig({}, '/nonexistent').AUTH_AUTHZEN_SUBJECT_TYPES, 'user,identity');
+  assert.equal(loadConfig({}, '/nonexistent').AUTH_AUTHZEN_DENY_REASONS, false);
+  assert.equal(loadConfig({ AUTH_AUTHZEN_DENY_REASONS: 'true' }, '/nonexistent').AUTH_AUTHZEN_DENY_REASONS, true);
+  assert.throws(
+    () => loadConfig({ AUTH_AUTHZEN_DENY_REASONS: 'maybe' }, '/nonexistent'),
+    /AUTH_AUTHZEN_DENY_REASONS="maybe" is invalid: allowed is true or false/,
+  );
   assert.throws(() => loadConfig({ AUTH_AUTHZEN_SUBJECT_TYPES: 'user,,identity' }, '/nonexistent'), /AUTH_AUTHZEN_SUBJECT_TYPES/);
   assert.throws(() => loadConfig({ AUTH_AUTHZEN_SUBJECT_TYPES: 'us er' }, '/nonexistent'), /AUTH_AUTHZEN_SUBJECT_TYPES/);
 });

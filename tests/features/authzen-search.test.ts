@@ -15,7 +15,8 @@ let server: RunningServer;
 let client: RbacClient;
 
 before(async () => {
-  server = await startServer();
+  // With reasons, so that each deny's reason is checked against the model too.
+  server = await startServer({ env: { AUTH_AUTHZEN_DENY_REASONS: 'true' } });
   client = server.client();
   await model.seed(client, m);
 });

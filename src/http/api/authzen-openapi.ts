@@ -4,7 +4,11 @@ import { error, errorHeaders, HEADER, plainJson, wrongMethod } from './openapi-p
 
 const failure = (status: number, description: string) => error(description, errorHeaders(status, true));
 
-const context = { type: 'object', description: 'Present on some denies: reason (unknown_subject, not_granted) or error {status, message} of a batch item' };
+const context = {
+  type: 'object',
+  description:
+    'Present on some denies only: error {status, message} of a batch item, or reason (unknown_subject, not_granted) with AUTH_AUTHZEN_DENY_REASONS=true',
+};
 const decision = { type: 'object', required: ['decision'], properties: { decision: { type: 'boolean' }, context } };
 const page = {
   type: 'object',

@@ -45,7 +45,7 @@ test('known resources follow grants, revokes and role deletes, and only the last
   assert.deepEqual(g.knownResources('img'), []);
 });
 
-test('checkAny: one of up to three permissions; remember keeps non-empty lists until the next change', () => {
+test('checkAny: one of up to three permissions, `/` in an action spelled `.`; remember keeps non-empty lists until the next change', () => {
   const g = new TenantGraph();
   feed(g, [
     { op: 'role.create', role: 'a', description: '' },
@@ -65,6 +65,18 @@ test('checkAny: one of up to three permissions; remember keeps non-empty lists u
   assert.equal(new ComposedName().compose('d'.repeat(120), 'read'), true);
   assert.equal(new ComposedName().compose('d'.repeat(124), 'read'), false, 'longer than a name can be');
   assert.equal(g.checkAny('bob', 'doc:read', undefined, undefined), false);
+  // An action's `/` is spelled `.` (MCP's tools/call), in the action part only; the global candidate may be spelled too.
+  feed(g, [
+    { op: 'permission.grant', role: 'a', permission: 'tool:search_web:tools.call' },
+    { op: 'permission.grant', role: 'a', permission: 'resources.read' },
+  ]);
+  assert.equal(g.checkAny('alice', 'tools/call', undefined, spelled('tool', 'tools/call', 'search_web')), true);
+  assert.equal(g.checkAny('alice', 'tools/call', undefined, spelled('tool', 'tools/call', 'search/web')), false, 'an id keeps its /');
+  const global = new ComposedName();
+  assert.equal(global.action('resources/read'), true);
+  assert.equal(g.checkAny('alice', global, undefined, undefined), true);
+  assert.equal(g.checkAny('alice', 'resources/read', undefined, undefined), false, 'a string is looked up as it is');
+  assert.equal(g.checkAny('alice', undefined, undefined, undefined), false);
   let builds = 0;
   const list = (): readonly string[] => g.remember('k', () => (builds++, ['b', 'a']));
   assert.deepEqual(list(), ['a', 'b']);
