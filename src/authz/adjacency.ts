@@ -8,8 +8,11 @@ function grownTo(a: Uint32Array, atLeast: number): Uint32Array {
   return b;
 }
 
-/** A capacity list of no node: a tight relation's until its first change (never written). */
-const TIGHT: Uint32Array = new Uint32Array(0);
+/**
+ * An empty list, shared and never written: the capacities of a tight relation until its first
+ * change, and every buffer of a relation with no node (the first node grows each into its own).
+ */
+const NONE: Uint32Array = new Uint32Array(0);
 
 /**
  * An {@link Adjacency}'s buffers and counters: what crosses from the pool thread that built it.
@@ -36,9 +39,9 @@ export interface AdjacencyState {
  */
 export class Adjacency {
   /** Node n's segment starts at `span[2n]` and holds `span[2n + 1]` values. */
-  span: Uint32Array = new Uint32Array(32);
-  values: Uint32Array = new Uint32Array(64);
-  #capacity: Uint32Array = new Uint32Array(16);
+  span: Uint32Array = NONE;
+  values: Uint32Array = NONE;
+  #capacity: Uint32Array = NONE;
   /** Every segment's capacity is its count and `#capacity` is not made yet (see {@link AdjacencyState}). */
   #tight = false;
   #end = 0;
@@ -54,7 +57,7 @@ export class Adjacency {
     const a = new Adjacency();
     a.span = s.span;
     a.values = s.values;
-    a.#capacity = s.capacity ?? TIGHT;
+    a.#capacity = s.capacity ?? NONE;
     a.#tight = s.capacity === undefined;
     a.#end = s.end;
     a.#garbage = s.garbage;
@@ -108,9 +111,9 @@ export class Adjacency {
 
   /** Drops every node and gives the buffers back: the relation is as new. */
   reset(): void {
-    this.span = new Uint32Array(32);
-    this.values = new Uint32Array(64);
-    this.#capacity = new Uint32Array(16);
+    this.span = NONE;
+    this.values = NONE;
+    this.#capacity = NONE;
     this.#tight = false;
     this.#end = 0;
     this.#garbage = 0;

@@ -58,8 +58,16 @@ function grown<A extends Uint8Array | Uint16Array | Uint32Array | Int32Array>(a:
   return b;
 }
 
-/** The free list of a table with no released id (never written: a release makes a new one). */
+/**
+ * The buffers of a table with no name, shared by every such table and never written: the first
+ * name grows each into one of its own. A table adopted from another thread (see
+ * {@link NameTable.fromState}) then allocates nothing it would throw away at once.
+ */
+const NO_CHARS: Uint8Array = new Uint8Array(0);
+const NO_SPAN: Uint32Array = new Uint32Array(0);
 const NO_FREE: Uint32Array = new Uint32Array(0);
+/** One empty pair: a look-up ends at once, and the first name rehashes before it is placed. */
+const NO_SLOTS: Int32Array = new Int32Array(2);
 
 /** A {@link NameTable}'s buffers and counters: what crosses from the pool thread that built it. */
 export interface NameTableState {
@@ -84,17 +92,17 @@ export interface NameTableState {
  * per name. Released ids are reused; the characters are compacted once most are garbage.
  */
 export class NameTable<T extends number> {
-  #chars: Uint8Array | Uint16Array = new Uint8Array(256);
+  #chars: Uint8Array | Uint16Array = NO_CHARS;
   #charsEnd = 0;
   #garbageChars = 0;
   /** Id i's name is `#span[2i + 1]` characters from `#span[2i]` (DEAD when released): one cache line for both. */
-  #span: Uint32Array = new Uint32Array(32).fill(DEAD);
+  #span: Uint32Array = NO_SPAN;
   /** One past the highest id ever assigned. */
   #idEnd = 0;
   #free: Uint32Array = NO_FREE;
   #freeCount = 0;
   /** Pairs (hash, id + 1): a probe compares hashes before it touches any characters. */
-  #slots: Int32Array = new Int32Array(32);
+  #slots: Int32Array = NO_SLOTS;
   #deletedSlots = 0;
   #size = 0;
 
@@ -251,14 +259,14 @@ export class NameTable<T extends number> {
 
   /** Forgets every name and gives the buffers back: the table is as new. */
   reset(): void {
-    this.#chars = new Uint8Array(256);
+    this.#chars = NO_CHARS;
     this.#charsEnd = 0;
     this.#garbageChars = 0;
-    this.#span = new Uint32Array(32).fill(DEAD);
+    this.#span = NO_SPAN;
     this.#idEnd = 0;
     this.#free = NO_FREE;
     this.#freeCount = 0;
-    this.#slots = new Int32Array(32);
+    this.#slots = NO_SLOTS;
     this.#deletedSlots = 0;
     this.#size = 0;
   }

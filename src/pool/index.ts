@@ -5,7 +5,7 @@ import type { Store, StoreMethod } from '../store/port.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
 import { storeFailure } from '../store/transient.ts';
 import { PassingStore } from '../store/wrappers/passing.ts';
-import type { Task, TaskReply } from './protocol.ts';
+import type { SharedTask, Task, TaskReply } from './protocol.ts';
 
 /**
  * The store, run on a piscina thread pool: every database write and every hydration happens off
@@ -14,6 +14,21 @@ import type { Task, TaskReply } from './protocol.ts';
  * transaction and one fsync; on PostgreSQL each write stays its own transaction. Every store call
  * is one task, `{ method, args }`, run by the method's name in the thread (tasks/store-task.ts).
  */
+/**
+ * Store calls that may share one task when every connection is busy: hydrations, which a burst of
+ * many small clients asks for by the thousand, each far cheaper than its trip to a thread.
+ */
+const SHAREABLE: ReadonlySet<StoreMethod> = new Set<StoreMethod>(['loadGraph']);
+/** Calls one shared task carries at most, so that none waits long behind the others. */
+const SHARED_MAX = 32;
+
+/** A shareable call waiting for a connection. */
+interface HeldCall {
+  readonly task: Task;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
 export class PooledStore extends PassingStore implements Store {
   readonly #pool: Piscina;
   /** Write batches that may run at once: 1 on SQLite (one writer anyway), one per connection on PostgreSQL. */
@@ -21,6 +36,8 @@ export class PooledStore extends PassingStore implements Store {
   /** Database connections of the threads: one per SQLite thread, the PostgreSQL budget split over them. */
   readonly #connections: number;
   #running = 0;
+  /** Shareable calls that came while every connection was busy: the next task to end sends them as one. */
+  #held: HeldCall[] = [];
 
   /**
    * `threads` is an upper bound: see {@link planThreads} for how PostgreSQL connections are shared.
@@ -55,8 +72,13 @@ export class PooledStore extends PassingStore implements Store {
     return { total: this.#connections, idle: Math.max(0, this.#connections - this.#running), waiting: this.#pool.queueSize };
   }
 
-  protected async pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
+  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
     const task: Task = { method, args } as Task;
+    if (SHAREABLE.has(method) && this.#running >= this.#connections) return new Promise((resolve, reject) => this.#held.push({ task, resolve, reject }));
+    return this.#runAlone(task);
+  }
+
+  async #runAlone(task: Task): Promise<unknown> {
     let reply: TaskReply;
     this.#running++;
     try {
@@ -64,16 +86,49 @@ export class PooledStore extends PassingStore implements Store {
     } catch (err) {
       // The thread itself failed (a driver error escaped the task and took the thread down;
       // piscina replaces it): catalogue it like any store failure, so an outage is a 503.
-      throw storeFailure(err, method);
+      throw storeFailure(err, task.method);
     } finally {
       this.#running--;
+      this.#sendHeld();
     }
-    if (!reply.ok) throw fromWire(reply.error);
-    return asBuffer(reply.value);
+    return valueOf(reply);
+  }
+
+  /** The held calls (up to {@link SHARED_MAX}) as one task, once a connection is free. */
+  #sendHeld(): void {
+    if (this.#held.length === 0 || this.#running >= this.#connections) return;
+    const calls = this.#held.splice(0, SHARED_MAX);
+    const shared: SharedTask = { calls: calls.map((c) => c.task) };
+    this.#running++;
+    (this.#pool.run(shared) as Promise<TaskReply[]>)
+      .then(
+        (replies) => calls.forEach((c, i) => settle(c, replies[i])),
+        (err: unknown) => calls.forEach((c) => c.reject(storeFailure(err, c.task.method))),
+      )
+      .finally(() => {
+        this.#running--;
+        this.#sendHeld();
+      });
   }
 
   async close(): Promise<void> {
+    for (const c of this.#held.splice(0)) c.reject(storeFailure(new Error('the store is closing'), c.task.method));
     await this.#pool.destroy();
+  }
+}
+
+/** A reply's value, or its failure thrown as the catalogued error it was in the thread. */
+function valueOf(reply: TaskReply): unknown {
+  if (!reply.ok) throw fromWire(reply.error);
+  return asBuffer(reply.value);
+}
+
+function settle(call: HeldCall, reply: TaskReply | undefined): void {
+  try {
+    if (reply === undefined) throw new Error('a shared task answered fewer calls than it carried');
+    call.resolve(valueOf(reply));
+  } catch (err) {
+    call.reject(err);
   }
 }
 

@@ -15,3 +15,16 @@ export interface Task<K extends StoreMethod = StoreMethod> {
  * Uint8Array), or a failure as `{code, message}`, never as an Error instance.
  */
 export type TaskReply = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: WireError };
+
+/**
+ * Several store calls carried by one task (hydrations that queued while every thread was busy):
+ * one message each way instead of one per call. The thread runs them in order and answers one
+ * {@link TaskReply} per call, in the same order.
+ */
+export interface SharedTask {
+  readonly calls: readonly Task[];
+}
+
+export function isSharedTask(task: Task | SharedTask): task is SharedTask {
+  return 'calls' in task;
+}

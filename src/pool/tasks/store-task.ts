@@ -10,7 +10,7 @@ import { ALL_STORE_METHODS, movableBuffers, type Store } from '../../store/port.
 import { storeFailure } from '../../store/transient.ts';
 import { EncryptedStore } from '../../store/wrappers/encrypted.ts';
 import { callOf } from '../../store/wrappers/passing.ts';
-import type { Task, TaskReply } from '../protocol.ts';
+import { isSharedTask, type SharedTask, type Task, type TaskReply } from '../protocol.ts';
 
 const METHODS: ReadonlySet<string> = new Set(ALL_STORE_METHODS);
 
@@ -41,14 +41,13 @@ async function openChecked<S extends StoreSettings>(open: (settings: S) => Store
 }
 
 /**
- * A method's value as its reply. Buffers the port says may move (a graph image's) are moved, not
- * copied: the worker adopts them as they are (piscina moves a returned value that lists its
- * transferables).
+ * The replies as they cross back. Buffers the port says may move (a large graph image's) are
+ * moved, not copied: the worker adopts them as they are (piscina moves a returned value that lists
+ * its transferables).
  */
-function replyOf(value: unknown): TaskReply {
-  const reply: TaskReply = { ok: true, value };
-  const buffers = movableBuffers(value);
-  if (buffers === undefined) return reply;
+function sent<R extends object>(reply: R, values: readonly unknown[]): R {
+  const buffers = values.flatMap((v) => movableBuffers(v) ?? []);
+  if (buffers.length === 0) return reply;
   // What arrives is the reply itself: piscina unwraps a moved value on the other side.
   return move({
     get [transferableSymbol]() {
@@ -57,8 +56,19 @@ function replyOf(value: unknown): TaskReply {
     get [valueSymbol]() {
       return reply;
     },
-  }) as unknown as TaskReply;
+  }) as unknown as R;
 }
+
+/** One call's reply: its value, or its failure as `{code, message}`. */
+async function replyOf(store: Promise<Store>, task: Task): Promise<TaskReply> {
+  try {
+    return { ok: true, value: await run(await store, task) };
+  } catch (err) {
+    return { ok: false, error: toWire(storeFailure(err, task.method)) };
+  }
+}
+
+const valueOf = (r: TaskReply): unknown => (r.ok ? r.value : undefined);
 
 /** The nice value of a background store thread: it yields a contended CPU to the HTTP workers. */
 const BACKGROUND_NICE = 10;
@@ -67,7 +77,7 @@ const BACKGROUND_NICE = 10;
  * The task function of a pool thread whose store `open` opens. The pool picks the task file by
  * the settings' type, so the thread's settings are `S`.
  */
-export function storeTask<S extends StoreSettings>(open: (settings: S) => Store): (task: Task) => Promise<TaskReply> {
+export function storeTask<S extends StoreSettings>(open: (settings: S) => Store): (task: Task | SharedTask) => Promise<TaskReply | TaskReply[]> {
   let opening: Promise<Store> | undefined;
   // On Linux a nice value is a thread's own (pid 0 is the calling thread): only this thread yields.
   if ((workerData as StoreSettings).background === true) {
@@ -77,16 +87,19 @@ export function storeTask<S extends StoreSettings>(open: (settings: S) => Store)
       // Not permitted here (some sandboxes): the thread runs at normal priority.
     }
   }
+  // A failed opening (the database down at start-up) is tried again by the next task.
+  const store = (): Promise<Store> =>
+    (opening ??= openChecked(open, workerData as S).catch((err: unknown) => {
+      opening = undefined;
+      throw err;
+    }));
   return async (task) => {
-    try {
-      // A failed opening (the database down at start-up) is tried again by the next task.
-      opening ??= openChecked(open, workerData as S).catch((err: unknown) => {
-        opening = undefined;
-        throw err;
-      });
-      return replyOf(await run(await opening, task));
-    } catch (err) {
-      return { ok: false, error: toWire(storeFailure(err, task.method)) };
+    if (!isSharedTask(task)) {
+      const reply = await replyOf(store(), task);
+      return sent(reply, [valueOf(reply)]);
     }
+    const replies: TaskReply[] = [];
+    for (const call of task.calls) replies.push(await replyOf(store(), call));
+    return sent(replies, replies.map(valueOf));
   };
 }
