@@ -11,6 +11,7 @@ import { measureLoad, type RunResult } from './lib/measure.ts';
 import { backgroundCores, installCleanup, runMain, timeLimit } from './lib/procs.ts';
 import { machine, printTable, writeReport, type Report } from './lib/report.ts';
 import { readScenario, resolve, scenarioNames, type Run, type ScenarioFile } from './lib/scenario.ts';
+import { measureClients } from './lib/clients.ts';
 import { measureFlood } from './lib/flood.ts';
 import { measureHydration } from './lib/special.ts';
 
@@ -27,6 +28,7 @@ function chosen(names: string[], full: boolean, quick: boolean): Array<[string, 
 async function measure(run: Run): Promise<RunResult> {
   if (run.settings.kind === 'hydration') return measureHydration(run);
   if (run.settings.kind === 'flood') return measureFlood(run);
+  if (run.settings.kind === 'clients') return measureClients(run);
   return measureLoad(run);
 }
 

@@ -77,6 +77,7 @@ const files = [
   ...badInput,
   'tests/features/property.test.ts',
   'tests/ops/bench.test.ts',
+  'tests/ops/bench-clients.test.ts',
   'tests/cluster/durability.test.ts',
   ...clusterModes,
   'tests/unit/store/resilience.test.ts',

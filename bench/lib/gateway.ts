@@ -37,7 +37,7 @@ export interface Target {
 
 const baseEnv = (): Record<string, string> => ({ PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' });
 
-interface Instance {
+export interface Instance {
   pid: number;
   baseUrl: string;
   metricsUrl: string | undefined;
@@ -45,7 +45,7 @@ interface Instance {
   stop(): Promise<void>;
 }
 
-async function launch(settings: GatewaySettings, storeEnv: Record<string, string>): Promise<Instance> {
+export async function launch(settings: GatewaySettings, storeEnv: Record<string, string>): Promise<Instance> {
   const port = await freePort();
   const metricsPort = settings.metrics ? await freePort() : 0;
   const env = {
@@ -75,7 +75,7 @@ async function launch(settings: GatewaySettings, storeEnv: Record<string, string
   };
 }
 
-function fromInstances(label: string, instances: Instance[], keys: string[], revision: number, cleanup: () => Promise<void>): Target {
+export function fromInstances(label: string, instances: Instance[], keys: string[], revision: number, cleanup: () => Promise<void>): Target {
   const sum = (f: (pid: number) => number): number => instances.reduce((n, i) => n + f(i.pid), 0);
   return {
     label,

@@ -53,7 +53,7 @@ export interface GatewaySettings {
 }
 
 export interface RunSettings {
-  kind: 'load' | 'hydration' | 'flood';
+  kind: 'load' | 'hydration' | 'flood' | 'clients';
   data: DataShape;
   gateway: GatewaySettings;
   /** Relative weights of the routes in the request mix. */
@@ -85,6 +85,15 @@ export interface RunSettings {
    * permissions (without a webhook): what the scheduler's runs cost the checks.
    */
   schedules: number;
+  /** `clients` kind: seconds of the idle CPU measurement after every client is cached (0: none)... */
+  idleS: number;
+  /** ...taken after this many seconds of quiet. */
+  settleS: number;
+  /**
+   * `clients` kind: rounds of has_permission naming a random cached client on each request
+   * against the same load naming one client, interleaved (`rounds` of `durationS`).
+   */
+  randomClient: boolean;
 }
 
 export interface Variant extends Partial<Omit<RunSettings, 'data' | 'gateway'>> {
@@ -134,6 +143,9 @@ const DEFAULTS: RunSettings = {
   rate: 0,
   verifyEvery: 16,
   schedules: 0,
+  idleS: 0,
+  settleS: 5,
+  randomClient: false,
 };
 
 const count = { type: 'integer', minimum: 0 };
@@ -166,7 +178,7 @@ const gatewaySchema = {
   },
 };
 const runProperties = {
-  kind: { enum: ['load', 'hydration', 'flood'] },
+  kind: { enum: ['load', 'hydration', 'flood', 'clients'] },
   data: dataSchema,
   gateway: gatewaySchema,
   routes: { type: 'object', additionalProperties: false, properties: Object.fromEntries(ROUTES.map((r) => [r, count])) },
@@ -182,6 +194,9 @@ const runProperties = {
   fixedRate: { type: 'boolean' },
   rate: count,
   schedules: { type: 'integer', minimum: 0, maximum: 100 },
+  idleS: count,
+  settleS: count,
+  randomClient: { type: 'boolean' },
 };
 const variantSchema = { type: 'object', additionalProperties: false, required: ['label'], properties: { label: { type: 'string' }, ...runProperties } };
 const fileProperties = {
