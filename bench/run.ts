@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ROOT } from '../tests/helpers/launcher.ts';
+import { ROOT } from '../support/launcher.ts';
 import { measureLoad, type RunResult } from './lib/measure.ts';
 import { backgroundCores, installCleanup, runMain, timeLimit } from './lib/procs.ts';
 import { machine, printTable, writeReport, type Report } from './lib/report.ts';

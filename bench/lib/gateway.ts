@@ -1,5 +1,5 @@
 /**
- * What the load goes to: gateways started through the one launcher (tests/helpers/launcher.ts) on
+ * What the load goes to: gateways started through the one launcher (support/launcher.ts) on
  * a seeded database, the bare uWebSockets.js ceiling, or a running instance (BENCH_TARGET). Each
  * says how much CPU and memory its processes used so far, read from /proc, when it can.
  */
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tenantOfKey } from '../../src/http/input/credentials.ts';
 import { RbacClient } from '../../src/client/index.ts';
-import { freePort, launchGateway, ROOT } from '../../tests/helpers/launcher.ts';
+import { freePort, launchGateway, ROOT } from '../../support/launcher.ts';
 import type { Dataset } from './dataset.ts';
 import { spawnChild, track, treeCpuSeconds, treeRssMb, waitForOutput, type Child } from './procs.ts';
 import type { GatewaySettings } from './scenario.ts';

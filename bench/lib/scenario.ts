@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { ROOT } from '../../tests/helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 
 /** The scenario files: bench/scenarios/, or a folder of one's own (BENCH_SCENARIOS). */
 export const SCENARIOS = process.env.BENCH_SCENARIOS ?? join(ROOT, 'bench', 'scenarios');

@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseScenario, readScenario, resolve, scenarioNames } from '../../bench/lib/scenario.ts';
 import { generate } from '../../bench/lib/dataset.ts';
-import { ROOT } from '../helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 import Database from 'better-sqlite3';
 import { startServer, tempDir } from '../helpers/server.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
