@@ -203,6 +203,7 @@ export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
   const wrk = spec.rate === undefined && spec.generator === 'wrk' && orderFree(spec.mix.recipe) && target.baseUrls.length === 1;
   if (wrk) await verifySample(spec);
   const busy0 = systemBusySeconds();
+  const wall0 = performance.now();
   const self0 = process.cpuUsage();
   const cpu0 = target.cpuSeconds();
   const lines0 = target.lines();
@@ -210,6 +211,7 @@ export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
   const cpu1 = target.cpuSeconds();
   const self = process.cpuUsage(self0);
   const busy = systemBusySeconds() - busy0;
+  const wallS = (performance.now() - wall0) / 1000;
   if (wrk) await verifySample(spec);
   const serverCpu = cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0;
   const serverCores = serverCpu === undefined ? null : serverCpu / d.durationS;
@@ -223,7 +225,7 @@ export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
     errors: d.errors,
     cpuPerOpUs: serverCpu === undefined || d.requests === 0 ? null : (serverCpu / d.requests) * 1e6,
     serverCores,
-    otherCores: Math.max(0, busy - (serverCpu ?? 0) - d.clientSeconds - (self.user + self.system) / 1e6) / d.durationS,
+    otherCores: Math.max(0, busy - (serverCpu ?? 0) - d.clientSeconds - (self.user + self.system) / 1e6) / wallS,
     clientCores: d.clientSeconds / d.durationS,
     generator: d.generator,
     saturatedAt,
