@@ -1,8 +1,10 @@
 /**
  * The benchmark kit, black-box: the runner on a tiny scenario of our own (BENCH_SCENARIOS) against
  * the real gateway must pass with checked answers and a CPU figure; the same scenario against a
- * stand-in that answers wrongly must fail; bench:compare must exit 1 above its threshold and 0
- * under it; every shipped scenario must parse, quick and full.
+ * stand-in that answers wrongly must fail, with autocannon and with wrk (whose runs are framed by
+ * checked samples); every row says whether it was client-bound; bench:compare must exit 1 above
+ * its threshold, 0 under it and 2 on a client-bound run; every shipped scenario must parse, quick
+ * and full.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
