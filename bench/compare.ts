@@ -1,14 +1,17 @@
 /**
- * `npm run bench:compare -- A.json B.json [--threshold 10]`: two result files of `npm run bench`
- * side by side, run by run, with the change of each figure from A to B. Exits 1 when server CPU
- * per operation of any run grew by more than the threshold (percent, default 10), the figure the
- * kit decides on; throughput and latency are shown but move with the machine's other work.
+ * `npm run bench:compare -- A.json B.json [--threshold 10] [--allow-client-bound]`: two result
+ * files of `npm run bench` side by side, run by run, with the change of each figure from A to B.
+ * Exits 1 when server CPU per operation of any run grew by more than the threshold (percent,
+ * default 10), the figure the kit decides on; throughput and latency are shown but move with the
+ * machine's other work. Exits 2 when a run of either file was client-bound (its figures are the
+ * load generator's, not the server's), unless --allow-client-bound.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import type { RunResult } from './lib/measure.ts';
 import type { Report } from './lib/report.ts';
 import { table } from './lib/stats.ts';
+import { SATURATED } from './lib/load.ts';
 
 interface Figure {
   name: string;
@@ -30,19 +33,48 @@ function load(file: string): Report {
   return r;
 }
 
+/**
+ * Whether a run was client-bound: as recorded, or, in a file from before the kit recorded it, a
+ * flat-out load run whose server stayed below 0.9 of a core per worker the machine could run.
+ */
+export function clientBound(r: RunResult, machineCpus: number): boolean {
+  if (typeof r.figures.clientBound === 'boolean') return r.figures.clientBound;
+  const s = r.settings as Partial<RunResult['settings']> | undefined;
+  if (s === undefined || r.figures.clientBound === null || s.kind === 'hydration' || (s.rate ?? 0) > 0) return false;
+  const threads = (s.gateway?.workers ?? 1) * (s.gateway?.instances ?? 1);
+  return r.figures.serverCores !== null && r.figures.serverCores !== undefined && r.figures.serverCores < SATURATED * Math.min(threads, machineCpus);
+}
+
 const fmt = (x: number | null | undefined): string => (x === null || x === undefined || !Number.isFinite(x) ? '-' : x >= 100 ? x.toFixed(0) : x.toFixed(2));
 const change = (a: number, b: number): number => ((b - a) / a) * 100;
 
 function main(): number {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { threshold: { type: 'string', default: '10' } } });
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { threshold: { type: 'string', default: '10' }, 'allow-client-bound': { type: 'boolean', default: false } },
+  });
   const threshold = Number(values.threshold);
   if (positionals.length !== 2 || !Number.isFinite(threshold) || threshold <= 0) {
-    console.error('usage: npm run bench:compare -- A.json B.json [--threshold percent]');
+    console.error('usage: npm run bench:compare -- A.json B.json [--threshold percent] [--allow-client-bound]');
     return 2;
   }
   const [a, b] = positionals.map(load) as [Report, Report];
   const key = (r: RunResult): string => `${r.scenario}/${r.label}`;
   const inB = new Map(b.runs.map((r) => [key(r), r]));
+  const bound = [
+    ...a.runs.filter((r) => inB.has(key(r)) && clientBound(r, a.machine.cpus)).map((r) => `A ${key(r)}`),
+    ...b.runs.filter((r) => a.runs.some((x) => key(x) === key(r)) && clientBound(r, b.machine.cpus)).map((r) => `B ${key(r)}`),
+  ];
+  if (bound.length > 0) {
+    const what = `client-bound runs (flat out, the server below ${SATURATED} of a core per thread it could run: their figures are the load generator's): ${bound.join(', ')}`;
+    if (!values['allow-client-bound']) {
+      console.error(
+        `refusing to compare ${what}.\nRun them again where the load generator saturates the server (--client wrk, more client CPUs), or pass --allow-client-bound to compare anyway.`,
+      );
+      return 2;
+    }
+    console.log(`WARNING: comparing ${what}\n`);
+  }
   const rows = [['run', ...FIGURES.flatMap((f) => [`${f.name} A`, 'B', 'change'])]];
   const regressions: string[] = [];
   for (const ra of a.runs) {

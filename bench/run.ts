@@ -1,12 +1,13 @@
 /**
- * `npm run bench -- [scenario…] [--quick] [--full] [--rounds n] [--variant text] [--out name]`: runs scenarios (data files in
+ * `npm run bench -- [scenario…] [--quick] [--full] [--rounds n] [--variant text] [--client autocannon|wrk] [--out name]`: runs scenarios (data files in
  * bench/scenarios/) one after the other and writes one result file, bench/results/<name>.json,
  * with its Markdown table and scaling charts. Exits 1 when anything failed: a wrong answer, an
  * error status, a gateway that would not start. See bench/README.md.
  */
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ROOT } from '../tests/helpers/launcher.ts';
+import { ROOT } from '../support/launcher.ts';
 import { measureLoad, type RunResult } from './lib/measure.ts';
 import { backgroundCores, installCleanup, runMain, timeLimit } from './lib/procs.ts';
 import { machine, printTable, writeReport, type Report } from './lib/report.ts';
@@ -47,6 +48,7 @@ async function main(): Promise<number> {
       list: { type: 'boolean', default: false },
       rounds: { type: 'string' },
       variant: { type: 'string' },
+      client: { type: 'string', default: 'autocannon' },
     },
   });
   if (values.list) {
@@ -55,6 +57,9 @@ async function main(): Promise<number> {
   }
   const rounds = values.rounds === undefined ? undefined : Number(values.rounds);
   if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds must be a positive integer, not ${values.rounds}`);
+  const client = values.client;
+  if (client !== 'autocannon' && client !== 'wrk') throw new Error(`--client must be autocannon or wrk, not ${client}`);
+  if (client === 'wrk' && spawnSync('wrk', ['--version']).error !== undefined) throw new Error('--client wrk: no wrk on PATH (Debian: apt-get install wrk)');
   timeLimit('bench', Number(process.env.BENCH_TIME_LIMIT ?? 3_600));
   const target = process.env.BENCH_TARGET;
   let scenarios = chosen(positionals, values.full, values.quick);
@@ -82,6 +87,7 @@ async function main(): Promise<number> {
     for (const run of resolve(name, file, values.quick)) {
       if (values.variant !== undefined && !run.label.includes(values.variant)) continue;
       if (rounds !== undefined) run.settings.rounds = rounds;
+      if (client === 'wrk') run.settings.client = client;
       console.log(`\n${name} / ${run.label}: ${file.title}`);
       try {
         const result = await measure(run);

@@ -208,7 +208,7 @@ const outputDir = givenOutputDir || mkdtempSync(join(tmpdir(), 'rbac-test-output
 mkdirSync(outputDir, { recursive: true });
 process.env.RBAC_TEST_OUTPUT_DIR = outputDir;
 
-// The servers the tests start run the compiled service (tests/helpers/launcher.ts TEST_ENTRY):
+// The servers the tests start run the compiled service (support/launcher.ts TEST_ENTRY):
 // built here once, instead of tsx compiling src/ in every server process the suites start.
 if (process.env.AUTH_TEST_ENTRY === undefined) {
   const built = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });

@@ -22,11 +22,13 @@ import { tenantOfKey } from '../../src/http/input/credentials.ts';
 import { generate, probes, type Dataset, type Probe } from './dataset.ts';
 import { fromInstances, launch, type Instance, type Target } from './gateway.ts';
 import type { RunFigures } from './load.ts';
-import { print, summarise, type RunResult } from './measure.ts';
+import { print, splitOf, summarise, type RunResult } from './measure.ts';
 import { delta, scrape, type Scraped } from './metrics.ts';
 import { ownCpuSeconds, rssBytes, workerOf } from './one-process.ts';
 import { sleep, systemBusySeconds } from './procs.ts';
-import { answerProblem, checkPath, randomClientRounds } from './random-client.ts';
+import type { CpuSplit } from './cpus.ts';
+import { answerProblem, checkPath } from './keyed-mix.ts';
+import { randomClientRounds } from './random-client.ts';
 import type { Run } from './scenario.ts';
 import { seedSqlite } from './seed.ts';
 import { emptyResult } from './special.ts';
@@ -77,7 +79,7 @@ interface Started {
 }
 
 /** One gateway of one worker on a copy of the seeded file. */
-async function start(run: Run, ds: Dataset): Promise<Started> {
+async function start(run: Run, ds: Dataset, split: CpuSplit): Promise<Started> {
   const g = run.settings.gateway;
   if (g.workers !== 1 || g.instances !== 1 || g.store !== 'sqlite')
     throw new Error(`${run.label}: the clients kind measures one worker of one instance on SQLite (workers 1, instances 1, store sqlite)`);
@@ -88,12 +90,12 @@ async function start(run: Run, ds: Dataset): Promise<Started> {
   const cleanup = async (): Promise<void> => rmSync(dir, { recursive: true, force: true });
   let instance: Instance;
   try {
-    instance = await launch({ ...g, metrics: true }, { AUTH_SQLITE_PATH: path });
+    instance = await launch({ ...g, metrics: true }, { AUTH_SQLITE_PATH: path }, split.server);
   } catch (err) {
     await cleanup();
     throw err;
   }
-  const target = fromInstances(run.label, [instance], seeded.keys, ds.changes.length, cleanup);
+  const target = fromInstances(run.label, [instance], seeded.keys, ds.changes.length, 1, cleanup);
   try {
     return { target, primary: instance.pid, worker: workerOf(instance.pid) };
   } catch (err) {
@@ -204,7 +206,8 @@ export async function measureClients(run: Run): Promise<RunResult> {
   const ds = generate(s.data);
   if (ds.shape.clients < 2) throw new Error(`${run.label}: the clients kind needs at least 2 clients`);
   const pairs = answerPairs(ds);
-  const t = await start(run, ds);
+  const split = splitOf(s);
+  const t = await start(run, ds, split);
   const result = emptyResult(run);
   const a: Asker = {
     baseUrl: t.target.baseUrls[0] ?? '',
@@ -251,7 +254,7 @@ export async function measureClients(run: Run): Promise<RunResult> {
       console.log(`    idle over ${s.idleS} s after ${s.settleS} s: worker ${idle.worker.toFixed(2)}%, primary ${idle.primary.toFixed(2)}% of a core`);
     }
     if (s.randomClient) {
-      const r = await randomClientRounds(run, t.target, pairs.mixed, result);
+      const r = await randomClientRounds(run, t.target, pairs.mixed, split, result);
       result.rounds = r.random;
     }
   } finally {

@@ -1,10 +1,10 @@
 /**
  * The data set of a scenario, generated from its seed: the changes that build one client's data,
- * the reference model (tests/helpers/rbac-model.ts) that says what every answer must be, and the
+ * the reference model (support/rbac-model.ts) that says what every answer must be, and the
  * requests' arguments drawn from a bounded Pareto law (a few hot users and permissions, a long tail).
  */
 import type { Change } from '../../src/authz/changes.ts';
-import { RbacModel } from '../../tests/helpers/rbac-model.ts';
+import { RbacModel } from '../../support/rbac-model.ts';
 import type { DataShape } from './scenario.ts';
 
 /** The role the write route grants to and revokes from: it has no members, so no answer depends on it. */
@@ -12,7 +12,7 @@ export const WRITE_ROLE = 'bench-writes';
 export const HOT_ROLE = 'hot-readers';
 export const HOT_PERMISSION = 'hot.report:read';
 
-import { prng } from '../../tests/helpers/prng.ts';
+import { prng } from '../../support/prng.ts';
 
 export { prng };
 

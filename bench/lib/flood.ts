@@ -9,44 +9,25 @@
  *    speed (hydrations, cache entries and evictions from /metrics), then beside the same load of
  *    its own known keys: the p99 any full-speed neighbour would cost it on these two cores.
  */
-import { randomUUID } from 'node:crypto';
-import type autocannon from 'autocannon';
 import { generate } from './dataset.ts';
 import { startGateways, type Target } from './gateway.ts';
 import { runLoad, type RunFigures } from './load.ts';
-import { print, summarise, type RunResult } from './measure.ts';
+import type { CpuSplit } from './cpus.ts';
+import { print, splitOf, summarise, type RunResult } from './measure.ts';
 import { delta, scrape } from './metrics.ts';
-import { buildMix, type Mix } from './requests.ts';
+import { buildMix, floodMix, type Mix } from './requests.ts';
 import type { Run } from './scenario.ts';
 import { emptyResult } from './special.ts';
 import { median } from './stats.ts';
-import { merge, newTally, record, type Expectation } from './verify.ts';
+import { merge, type Expectation } from './verify.ts';
 
 /** Connections of the real client beside the flood. */
 const REAL_CONNECTIONS = 8;
 
-/** has_permission with a fresh random client key on every request; every answer must be 200, false. */
-function floodMix(verifyEvery: number): Mix {
-  const tally = newTally();
-  const requests = (): autocannon.Request[] =>
-    Array.from({ length: 64 }, (_, i) => {
-      const req: autocannon.Request = {
-        method: 'GET',
-        path: `/api/has_permission/user${i}@example.com/svc0.res-000001:read`,
-        setupRequest: (r) => ({ ...r, headers: { authorization: `Bearer ${randomUUID()}` } }),
-      };
-      if (i % verifyEvery === 0) {
-        req.onResponse = (status, body) =>
-          record(tally, status === 200 && /"has_permission":false/.test(body) ? undefined : `unknown key: HTTP ${status} ${body.slice(0, 120)}`);
-      }
-      return req;
-    });
-  return { requests, tally };
-}
-
 /** Known against unknown keys, alone, round by round: the median of the per-round CPU ratios. */
 async function cpuRounds(
   run: Run,
+  split: CpuSplit,
   target: Target,
   known: Mix,
   unknown: Mix,
@@ -60,7 +41,7 @@ async function cpuRounds(
   let n = 10;
   for (let round = 0; round < s.rounds; round++) {
     for (const [label, mix, out] of round % 2 === 0 ? rows : [...rows].reverse()) {
-      const r = await runLoad({ target, mix, connections: s.connections, durationS: s.durationS, run: n++ });
+      const r = await runLoad({ target, mix, connections: s.connections, durationS: s.durationS, run: n++, split, generator: s.client });
       print(`${run.label} ${label}`, `round ${round + 1}`, r, failures);
       out.push(r);
     }
@@ -74,11 +55,11 @@ async function cpuRounds(
 }
 
 /** The real client on REAL_CONNECTIONS beside `load` on the scenario's connections, at once. */
-async function beside(run: Run, target: Target, real: Mix, load: Mix, what: string, failures: string[]): Promise<RunFigures> {
+async function beside(run: Run, split: CpuSplit, target: Target, real: Mix, load: Mix, what: string, failures: string[]): Promise<RunFigures> {
   const s = run.settings;
   const [, r] = await Promise.all([
-    runLoad({ target, mix: load, connections: s.connections, durationS: s.durationS, run: 20 }),
-    runLoad({ target, mix: real, connections: REAL_CONNECTIONS, durationS: s.durationS, run: 21 }),
+    runLoad({ target, mix: load, connections: s.connections, durationS: s.durationS, run: 20, split, generator: s.client }),
+    runLoad({ target, mix: real, connections: REAL_CONNECTIONS, durationS: s.durationS, run: 21, split }),
   ]);
   // The server's CPU went to both loads: no per-request figure of the real client's own.
   print(`${run.label} real`, what, { ...r, cpuPerOpUs: null }, failures);
@@ -88,20 +69,21 @@ async function beside(run: Run, target: Target, real: Mix, load: Mix, what: stri
 export async function measureFlood(run: Run): Promise<RunResult> {
   const s = run.settings;
   const ds = generate(s.data);
-  const target = await startGateways(run.label, { ...s.gateway, metrics: true }, ds);
+  const split = splitOf(s);
+  const target = await startGateways(run.label, { ...s.gateway, metrics: true }, ds, split.server);
   const result = emptyResult(run);
   const exp: Expectation = { strict: true, revision: target.revision, revisionAtLeast: false };
   const mixes = [0, 1].map(() => buildMix({ ds, settings: s, keys: target.keys, pages: [], expectation: exp }));
   const [real, knownLoad] = [mixes[0] as Mix, mixes[1] as Mix];
   const flood = floodMix(s.verifyEvery);
   try {
-    const cpu = await cpuRounds(run, target, knownLoad, flood, result.failures);
-    const alone = await runLoad({ target, mix: real, connections: REAL_CONNECTIONS, durationS: s.durationS, run: 0 });
+    const cpu = await cpuRounds(run, split, target, knownLoad, flood, result.failures);
+    const alone = await runLoad({ target, mix: real, connections: REAL_CONNECTIONS, durationS: s.durationS, run: 0, split });
     print(`${run.label} real`, 'alone', alone, result.failures);
     const before = await scrape(target.metricsUrls);
-    const underFlood = await beside(run, target, real, flood, 'flood', result.failures);
+    const underFlood = await beside(run, split, target, real, flood, 'flood', result.failures);
     const after = await scrape(target.metricsUrls);
-    const underKnown = await beside(run, target, real, knownLoad, 'known', result.failures);
+    const underKnown = await beside(run, split, target, real, knownLoad, 'known', result.failures);
     const d = before !== undefined && after !== undefined ? delta(before, after) : undefined;
     result.rounds = cpu.unknown;
     result.figures = summarise(cpu.unknown);

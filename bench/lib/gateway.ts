@@ -1,6 +1,6 @@
 /**
- * What the load goes to: gateways started through the one launcher (tests/helpers/launcher.ts) on
- * a seeded database, the bare uWebSockets.js ceiling, or a running instance (BENCH_TARGET). Each
+ * What the load goes to: gateways started through the one launcher (support/launcher.ts) on
+ * a seeded database, the two uWebSockets.js ceilings (bare, minimal), or a running instance (BENCH_TARGET). Each
  * says how much CPU and memory its processes used so far, read from /proc, when it can.
  */
 import { randomUUID } from 'node:crypto';
@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { tenantOfKey } from '../../src/http/input/credentials.ts';
 import { RbacClient } from '../../src/client/index.ts';
-import { freePort, launchGateway, ROOT } from '../../tests/helpers/launcher.ts';
+import { freePort, launchGateway, ROOT } from '../../support/launcher.ts';
 import type { Dataset } from './dataset.ts';
 import { spawnChild, track, treeCpuSeconds, treeRssMb, waitForOutput, type Child } from './procs.ts';
 import type { GatewaySettings } from './scenario.ts';
@@ -27,6 +27,8 @@ export interface Target {
   keys: string[];
   /** The revision every client is at after seeding. */
   revision: number;
+  /** Threads that answer requests (workers × instances; 1 for the bare servers): it is saturated at 0.9 core per thread it can run. */
+  threads: number;
   /** CPU seconds of all its processes so far; undefined when they are not on this machine. */
   cpuSeconds(): number | undefined;
   rssMb(): number | undefined;
@@ -45,7 +47,7 @@ export interface Instance {
   stop(): Promise<void>;
 }
 
-export async function launch(settings: GatewaySettings, storeEnv: Record<string, string>): Promise<Instance> {
+export async function launch(settings: GatewaySettings, storeEnv: Record<string, string>, cpus: string | undefined): Promise<Instance> {
   const port = await freePort();
   const metricsPort = settings.metrics ? await freePort() : 0;
   const env = {
@@ -61,7 +63,7 @@ export async function launch(settings: GatewaySettings, storeEnv: Record<string,
     ...storeEnv,
     ...settings.env,
   };
-  const g = await launchGateway({ env, entry: process.env.BENCH_GATEWAY_ENTRY, group: true, startTimeoutMs: 120_000 });
+  const g = await launchGateway({ env, entry: process.env.BENCH_GATEWAY_ENTRY, group: true, startTimeoutMs: 120_000, cpus });
   const untrack = track(g);
   return {
     pid: g.pid,
@@ -75,7 +77,14 @@ export async function launch(settings: GatewaySettings, storeEnv: Record<string,
   };
 }
 
-export function fromInstances(label: string, instances: Instance[], keys: string[], revision: number, cleanup: () => Promise<void>): Target {
+export function fromInstances(
+  label: string,
+  instances: Instance[],
+  keys: string[],
+  revision: number,
+  threads: number,
+  cleanup: () => Promise<void>,
+): Target {
   const sum = (f: (pid: number) => number): number => instances.reduce((n, i) => n + f(i.pid), 0);
   return {
     label,
@@ -83,6 +92,7 @@ export function fromInstances(label: string, instances: Instance[], keys: string
     metricsUrls: instances.flatMap((i) => (i.metricsUrl === undefined ? [] : [i.metricsUrl])),
     keys,
     revision,
+    threads,
     cpuSeconds: () => sum(treeCpuSeconds),
     rssMb: () => sum(treeRssMb),
     lines: () => instances.reduce((n, i) => n + i.lines(), 0),
@@ -93,8 +103,11 @@ export function fromInstances(label: string, instances: Instance[], keys: string
   };
 }
 
-/** Gateways as `settings` say, on a fresh database holding the data set under `ds.shape.clients` fresh keys. */
-export async function startGateways(label: string, settings: GatewaySettings, ds: Dataset): Promise<Target> {
+/**
+ * Gateways as `settings` say, on a fresh database holding the data set under `ds.shape.clients`
+ * fresh keys, pinned to `cpus` (a taskset list) when given.
+ */
+export async function startGateways(label: string, settings: GatewaySettings, ds: Dataset, cpus?: string): Promise<Target> {
   if (settings.store === 'sqlite' && settings.instances > 1) throw new Error("several instances need the postgresql store (SQLite is one instance's file)");
   const keys = Array.from({ length: ds.shape.clients }, () => randomUUID());
   const dir = mkdtempSync(join(tmpdir(), 'rbac-bench-'));
@@ -118,39 +131,47 @@ export async function startGateways(label: string, settings: GatewaySettings, ds
     console.log(
       `  seeded ${ds.changes.length.toLocaleString('en-US')} writes × ${keys.length} client(s) into ${settings.store} in ${((performance.now() - started) / 1000).toFixed(1)} s`,
     );
-    for (let i = 0; i < settings.instances; i++) instances.push(await launch(settings, storeEnv));
+    for (let i = 0; i < settings.instances; i++) instances.push(await launch(settings, storeEnv, cpus));
   } catch (err) {
     for (const i of instances) await i.stop();
     await cleanup();
     throw err;
   }
-  return fromInstances(label, instances, keys, ds.changes.length, cleanup);
+  return fromInstances(label, instances, keys, ds.changes.length, settings.workers * settings.instances, cleanup);
 }
 
-/** The bare uWebSockets.js server answering has_permission with the gateway's own bodies (same size, same headers). */
-export async function startBare(bodyTrue: string, bodyFalse: string, revision: number): Promise<Target> {
+/** A server of bench/lib/ started in its own process (pinned to `cpus` when given), once it says it listens. */
+async function startServerFile(label: string, file: string, env: Record<string, string>, revision: number, cpus: string | undefined): Promise<Target> {
   const port = await freePort();
-  const env = {
-    ...baseEnv(),
-    BARE_PORT: String(port),
-    BARE_BODY_TRUE: bodyTrue,
-    BARE_BODY_FALSE: bodyFalse,
-    BARE_REVISION: String(revision),
-    BARE_REQUEST_ID_LEN: '16',
-  };
-  const child: Child = spawnChild('bare', process.execPath, ['--import', 'tsx', 'bench/lib/bare-server.ts'], { cwd: ROOT, env });
+  const child: Child = spawnChild(label, process.execPath, ['--import', 'tsx', join('bench', 'lib', file)], {
+    cwd: ROOT,
+    env: { ...baseEnv(), BARE_PORT: String(port), ...env },
+    cpus,
+  });
   await waitForOutput(child, /"event":"primary\.listening"/, 20_000);
   return {
-    label: 'bare',
+    label,
     baseUrls: [`http://127.0.0.1:${port}`],
     metricsUrls: [],
     keys: [randomUUID()],
     revision,
+    threads: 1,
     cpuSeconds: () => treeCpuSeconds(child.pid),
     rssMb: () => treeRssMb(child.pid),
     lines: child.lines,
     stop: () => child.stop(),
   };
+}
+
+/** The bare uWebSockets.js server answering has_permission with the gateway's own bodies (same size, same headers). */
+export function startBare(bodyTrue: string, bodyFalse: string, revision: number, cpus?: string): Promise<Target> {
+  const env = { BARE_BODY_TRUE: bodyTrue, BARE_BODY_FALSE: bodyFalse, BARE_REVISION: String(revision), BARE_REQUEST_ID_LEN: '16' };
+  return startServerFile('bare', 'bare-server.ts', env, revision, cpus);
+}
+
+/** The minimal uWebSockets.js server: the header and both parameters read, one fixed body, no other header. */
+export function startMinimal(body: string, cpus?: string): Promise<Target> {
+  return startServerFile('minimal', 'minimal-server.ts', { MINIMAL_BODY: body }, 0, cpus);
 }
 
 /**
@@ -180,6 +201,7 @@ export async function attachTarget(url: string, ds: Dataset): Promise<Target> {
     metricsUrls: process.env.BENCH_TARGET_METRICS === undefined ? [] : [process.env.BENCH_TARGET_METRICS],
     keys: [key],
     revision,
+    threads: Number(process.env.BENCH_TARGET_WORKERS ?? 1),
     cpuSeconds: () => (local ? treeCpuSeconds(pid) : undefined),
     rssMb: () => (local ? treeRssMb(pid) : undefined),
     lines: () => 0,

@@ -38,11 +38,14 @@ export interface SpawnOptions {
   env: Record<string, string>;
   /** CPU list for taskset (`1`, `0-2`). */
   cpus?: string | undefined;
+  /** An IPC channel (child.proc.send / 'message'), for a Node.js child. */
+  ipc?: boolean;
 }
 
 export function spawnChild(name: string, cmd: string, args: string[], options: SpawnOptions): Child {
   const [file, argv] = options.cpus === undefined ? [cmd, args] : ['taskset', ['-c', options.cpus, cmd, ...args]];
-  const proc = spawn(file, argv, { cwd: options.cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const stdio: Array<'ignore' | 'pipe' | 'ipc'> = ['ignore', 'pipe', 'pipe', ...(options.ipc === true ? (['ipc'] as const) : [])];
+  const proc = spawn(file, argv, { cwd: options.cwd, env: options.env, stdio, detached: true });
   if (proc.pid === undefined) throw new Error(`${name}: spawn failed`);
   const pid = proc.pid;
   let out = '';
@@ -184,6 +187,16 @@ export function treeCpuSeconds(pid: number): number {
 /** Resident memory of `pid` and its descendants, in MiB (4 KiB pages). */
 export function treeRssMb(pid: number): number {
   return (tree(pid).reduce((n, e) => n + e.rssPages, 0) * 4096) / (1 << 20);
+}
+
+/**
+ * CPU seconds of this process's children that exited and were waited for (cutime + cstime of
+ * /proc/self/stat): a load generator that ran to its end, such as wrk.
+ */
+export function reapedChildrenSeconds(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[13]) + Number(rest[14])) / CLK_TCK;
 }
 
 /** CPU seconds the whole machine spent busy so far (every state but idle and iowait), from /proc/stat. */

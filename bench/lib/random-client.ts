@@ -5,8 +5,8 @@
  * rounds interleaved in mirrored order on the same connections, flat out; server CPU per request
  * of each, and the median of the per-round ratios. No request may hydrate: every client is cached.
  */
-import type autocannon from 'autocannon';
-import { prng, type Probe } from './dataset.ts';
+import type { CpuSplit } from './cpus.ts';
+import type { Probe } from './dataset.ts';
 import type { Target } from './gateway.ts';
 import { runLoad, type RunFigures } from './load.ts';
 import { print, summarise, type RunResult } from './measure.ts';
@@ -14,52 +14,26 @@ import { scrape } from './metrics.ts';
 import type { Mix } from './requests.ts';
 import type { Run } from './scenario.ts';
 import { median } from './stats.ts';
-import { merge, newTally, record, judgeBody, type Expectation } from './verify.ts';
+import { keyedMix } from './keyed-mix.ts';
+import { merge, type Expectation } from './verify.ts';
 
-const PER_CONNECTION = 512;
-
-/** What is wrong with a has_permission answer to `p`, if anything. */
-export function answerProblem(p: Probe, status: number, body: string): string | undefined {
-  let data: unknown;
-  try {
-    data = (JSON.parse(body) as { data?: { has_permission?: unknown } }).data?.has_permission;
-  } catch {
-    data = undefined;
-  }
-  return status === 200 && data === p.expected
-    ? undefined
-    : `has_permission(${p.user}, ${p.permission}): HTTP ${status} ${body.slice(0, 160)}, expected ${p.expected}`;
-}
-
-export const checkPath = (p: Probe): string => `/api/has_permission/${encodeURIComponent(p.user)}/${encodeURIComponent(p.permission)}`;
-
-/** has_permission lists over `sample`, each request's key from `keyOf`; one answer in `verifyEvery` checked. */
-function keyedMix(sample: Probe[], keyOf: (rand: () => number) => string, verifyEvery: number, exp: Expectation): Mix {
-  const tally = newTally();
-  const requests = (conn: number, run: number): autocannon.Request[] => {
-    const rand = prng(conn * 104_729 + run * 7919 + 1);
-    return Array.from({ length: PER_CONNECTION }, (_, i) => {
-      const p = sample[(conn * 131 + i) % sample.length] as Probe;
-      const req: autocannon.Request = { method: 'GET', path: checkPath(p), headers: { authorization: `Bearer ${keyOf(rand)}` } };
-      if (i % verifyEvery === 0)
-        req.onResponse = (status, body, _ctx, headers) => record(tally, judgeBody(answerProblem(p, status, body), status, headers, exp));
-      return req;
-    });
-  };
-  return { requests, tally };
-}
-
-export async function randomClientRounds(run: Run, target: Target, sample: Probe[], result: RunResult): Promise<{ random: RunFigures[]; one: RunFigures[] }> {
+export async function randomClientRounds(
+  run: Run,
+  target: Target,
+  sample: Probe[],
+  split: CpuSplit,
+  result: RunResult,
+): Promise<{ random: RunFigures[]; one: RunFigures[] }> {
   const s = run.settings;
   const keys = target.keys;
   const exp: Expectation = { strict: true, revision: target.revision, revisionAtLeast: false };
   const rows: Array<[string, Mix, RunFigures[]]> = [
-    ['one client', keyedMix(sample, () => keys[0] ?? '', s.verifyEvery, exp), []],
-    ['random client', keyedMix(sample, (rand) => keys[Math.floor(rand() * keys.length)] ?? '', s.verifyEvery, exp), []],
+    ['one client', keyedMix({ kind: 'keyed', sample, keys, random: false, verifyEvery: s.verifyEvery, expectation: exp }), []],
+    ['random client', keyedMix({ kind: 'keyed', sample, keys, random: true, verifyEvery: s.verifyEvery, expectation: exp }), []],
   ];
   const before = await scrape(target.metricsUrls);
   let n = 0;
-  const go = (mix: Mix, durationS: number): Promise<RunFigures> => runLoad({ target, mix, connections: s.connections, durationS, run: n++ });
+  const go = (mix: Mix, durationS: number): Promise<RunFigures> => runLoad({ target, mix, connections: s.connections, durationS, run: n++, split });
   if (s.warmupS > 0) for (const [label, mix] of rows) print(`${run.label} ${label}`, 'warm-up', await go(mix, s.warmupS), result.failures);
   for (let round = 0; round < s.rounds; round++) {
     for (const [label, mix, out] of round % 2 === 0 ? rows : [...rows].reverse()) {

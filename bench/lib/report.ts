@@ -6,7 +6,7 @@ import { cpus } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chart } from './charts.ts';
-import type { RunResult } from './measure.ts';
+import { ratioText, type Ceiling, type RunResult } from './measure.ts';
 import { table } from './stats.ts';
 
 export interface Report {
@@ -28,19 +28,45 @@ export function machine(backgroundCores: number): Report['machine'] {
   return { cpus: cpus().length, model: cpus()[0]?.model ?? 'unknown', node: process.version, backgroundCores };
 }
 
+const ceiling = (x: RunResult, label: Ceiling['label']): Ceiling | undefined => x.ceilings?.find((c) => c.label === label);
+
+/** Server cores busy (median), marked when the run was client-bound. */
+const cores = (x: RunResult): string => `${num(x.figures.serverCores, 2)}${x.figures.clientBound === true ? ' client-bound' : ''}`;
+
 export function markdown(r: Report): string {
-  const rows = [['scenario', 'run', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/op', 'vs bare CPU', 'p99 ms @80%', 'bare p99 @80%', 'RSS MiB', 'checked', 'wrong']];
+  const rows = [
+    [
+      'scenario',
+      'run',
+      'req/s',
+      'server cores',
+      'p50 ms',
+      'p99 ms',
+      'CPU µs/op',
+      'vs minimal CPU',
+      'vs bare CPU',
+      'p99 ms @80%',
+      'minimal p99 @80%',
+      'bare p99 @80%',
+      'RSS MiB',
+      'checked',
+      'wrong',
+    ],
+  ];
   for (const x of r.runs) {
     rows.push([
       x.scenario,
       x.label,
       int(x.figures.rps),
+      cores(x),
       num(x.figures.p50, 2),
       num(x.figures.p99, 2),
       num(x.figures.cpuPerOpUs),
-      x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}×`,
+      ratioText(ceiling(x, 'minimal')),
+      ratioText(ceiling(x, 'bare')),
       num(x.fixedRate?.latency.p99, 2),
-      num(x.ceiling?.fixedRate?.latency.p99, 2),
+      num(ceiling(x, 'minimal')?.fixedRate?.latency.p99, 2),
+      num(ceiling(x, 'bare')?.fixedRate?.latency.p99, 2),
       num(x.figures.rssMb, 0),
       String(x.correctness.checked),
       String(x.correctness.wrong),
@@ -55,16 +81,35 @@ export function markdown(r: Report): string {
           .map(([k, v]) => `${k} ${num(v, k.endsWith('Ratio') ? 3 : k.endsWith('Ms') || k.endsWith('Pct') ? 2 : 1)}`)
           .join(', ')}`,
     );
-  const ratios = r.runs
-    .filter((x) => (x.ceiling?.cpuRatios?.length ?? 0) > 0)
-    .map((x) => `- ${x.scenario} / ${x.label}: ${(x.ceiling?.cpuRatios ?? []).map((v) => `${num(v, 2)}×`).join(', ')}`);
+  const ratios = r.runs.flatMap((x) =>
+    (x.ceilings ?? [])
+      .filter((c) => c.cpuRatios.length > 0)
+      .map(
+        (c) =>
+          `- ${x.scenario} / ${x.label} over ${c.label}: ${c.cpuRatios.map((v, i) => `${num(v, 2)}×${c.saturated[i] === true ? '' : ' (client-bound)'}`).join(', ')}`,
+      ),
+  );
+  const bound = r.runs.filter((x) => x.figures.clientBound === true).map((x) => `${x.scenario} / ${x.label}`);
   return [
     `# Benchmark results, ${r.startedAt}${r.quick ? ' (quick)' : ''}`,
     '',
     `${r.machine.cpus} × ${r.machine.model}, Node ${r.machine.node}; ${num(r.machine.backgroundCores, 2)} cores busy with other work before the run; ${Math.round(r.seconds)} s in all.`,
     '',
     md(rows),
-    ...(ratios.length > 0 ? ['', 'CPU per request over the bare server, round by round (vs bare CPU is their median):', '', ...ratios] : []),
+    ...(bound.length > 0
+      ? [
+          '',
+          `**Client-bound** (flat out, the server below 0.9 of a core per thread it could run: the load generator's figures, not the server's): ${bound.join(', ')}.`,
+        ]
+      : []),
+    ...(ratios.length > 0
+      ? [
+          '',
+          "The gateway's CPU per request over each ceiling's, round by round (the columns are the medians of the saturated rounds; a client-bound round's ratio is no result):",
+          '',
+          ...ratios,
+        ]
+      : []),
     ...(extras.length > 0 ? ['', 'Other figures:', '', ...extras] : []),
     ...(r.failures.length > 0 ? ['', '**Failures:**', '', ...r.failures.map((f) => `- ${f}`)] : []),
     '',
@@ -72,14 +117,16 @@ export function markdown(r: Report): string {
 }
 
 export function printTable(r: Report): void {
-  const rows = [['run', 'req/s', 'p99 ms', 'cpu µs/op', 'vs bare', 'p99 @80%', 'wrong']];
+  const rows = [['run', 'req/s', 'server cores', 'p99 ms', 'cpu µs/op', 'vs minimal', 'vs bare', 'p99 @80%', 'wrong']];
   for (const x of r.runs) {
     rows.push([
       `${x.scenario}/${x.label}`,
       int(x.figures.rps),
+      cores(x),
       num(x.figures.p99, 2),
       num(x.figures.cpuPerOpUs),
-      x.ceiling?.cpuRatio == null ? '' : `${num(x.ceiling.cpuRatio, 2)}x`,
+      ratioText(ceiling(x, 'minimal'), 'x'),
+      ratioText(ceiling(x, 'bare'), 'x'),
       num(x.fixedRate?.latency.p99, 2),
       String(x.correctness.wrong),
     ]);

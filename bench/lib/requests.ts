@@ -4,9 +4,11 @@
  * against the reference model. Writes grant and revoke permissions of a role without members, so
  * no read's answer depends on them (only the revision moves).
  */
+import { randomUUID } from 'node:crypto';
 import type autocannon from 'autocannon';
 import { HOT_PERMISSION, paretoIndex, paretoUsers, prng, probes, WRITE_ROLE, type Dataset, type Probe } from './dataset.ts';
-import type { Route, RunSettings } from './scenario.ts';
+import { keyedMix, type KeyedRecipe } from './keyed-mix.ts';
+import type { DataShape, Route, RunSettings } from './scenario.ts';
 import { judgeBody, newTally, record, type Expectation, type Tally } from './verify.ts';
 
 const PER_CONNECTION = 512;
@@ -16,6 +18,44 @@ export interface Mix {
   /** The list of connection `conn` of run number `run` (write names are fresh per run). */
   requests(conn: number, run: number): autocannon.Request[];
   tally: Tally;
+  /** How to build the same mix again in a load generator's own process (see {@link mixOf}). */
+  recipe: Recipe;
+}
+
+/** A mix as data: what a client process needs to build the same request lists and judges. */
+export type Recipe =
+  | { kind: 'mix'; data: DataShape; settings: RunSettings; keys: string[]; pages: string[]; expectation: Expectation }
+  | { kind: 'flood'; verifyEvery: number }
+  | KeyedRecipe;
+
+/** The mix a recipe describes; `dataset` generates (or recalls) the data set of a shape. */
+export function mixOf(recipe: Recipe, dataset: (shape: DataShape) => Dataset): Mix {
+  if (recipe.kind === 'flood') return floodMix(recipe.verifyEvery);
+  if (recipe.kind === 'keyed') return keyedMix(recipe);
+  const { data, ...input } = recipe;
+  return buildMix({ ds: dataset(data), ...input });
+}
+
+/** Whether every request of the mix may go out in any order on any connection (no write pairs, no per-request keys): what wrk can send. */
+export const orderFree = (r: Recipe): boolean => r.kind === 'mix' && !((r.settings.routes.write ?? 0) > 0);
+
+/** has_permission with a fresh random client key on every request; every answer must be 200, false. */
+export function floodMix(verifyEvery: number): Mix {
+  const tally = newTally();
+  const requests = (): autocannon.Request[] =>
+    Array.from({ length: 64 }, (_, i) => {
+      const req: autocannon.Request = {
+        method: 'GET',
+        path: `/api/has_permission/user${i}@example.com/svc0.res-000001:read`,
+        setupRequest: (r) => ({ ...r, headers: { authorization: `Bearer ${randomUUID()}` } }),
+      };
+      if (i % verifyEvery === 0) {
+        req.onResponse = (status, body) =>
+          record(tally, status === 200 && /"has_permission":false/.test(body) ? undefined : `unknown key: HTTP ${status} ${body.slice(0, 120)}`);
+      }
+      return req;
+    });
+  return { requests, tally, recipe: { kind: 'flood', verifyEvery } };
 }
 
 export interface MixInput {
@@ -89,7 +129,7 @@ export function buildMix(input: MixInput): Mix {
     if (write % 2 === 1) list.push({ method: 'DELETE', path: `/api/permission/${WRITE_ROLE}/w${run}-${conn}-${write >> 1}`, headers: bearer[0] });
     return list;
   };
-  return { requests, tally };
+  return { requests, tally, recipe: { kind: 'mix', data: ds.shape, settings, keys, pages, expectation } };
 }
 
 type Built = autocannon.Request & { expect?: (status: number, body: string) => string | undefined };

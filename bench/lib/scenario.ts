@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
-import { ROOT } from '../../tests/helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 
 /** The scenario files: bench/scenarios/, or a folder of one's own (BENCH_SCENARIOS). */
 export const SCENARIOS = process.env.BENCH_SCENARIOS ?? join(ROOT, 'bench', 'scenarios');
@@ -68,7 +68,7 @@ export interface RunSettings {
   durationS: number;
   warmupS: number;
   rounds: number;
-  /** Measure the bare uWebSockets.js server in the same rounds (has_permission only). */
+  /** Measure the two uWebSockets.js ceilings (minimal and bare) in the same rounds (has_permission only). */
   ceiling: boolean;
   /** After the rounds, a run at 80% of the measured maximum, latency corrected for coordinated omission. */
   fixedRate: boolean;
@@ -80,6 +80,12 @@ export interface RunSettings {
   rate: number;
   /** Check one response in this many against the model. */
   verifyEvery: number;
+  /**
+   * The load generator of the flat-out rounds: autocannon (in processes of its own), or wrk where
+   * autocannon cannot keep the server busy (`--client wrk`; mixes without writes, one instance).
+   * Fixed-rate runs always use autocannon.
+   */
+  client: 'autocannon' | 'wrk';
   /**
    * Workflow schedules running beside the load, every second, each on one of the data set's
    * permissions (without a webhook): what the scheduler's runs cost the checks.
@@ -142,6 +148,7 @@ const DEFAULTS: RunSettings = {
   fixedRate: false,
   rate: 0,
   verifyEvery: 16,
+  client: 'autocannon',
   schedules: 0,
   idleS: 0,
   settleS: 5,
@@ -190,6 +197,7 @@ const runProperties = {
   warmupS: count,
   rounds: positive,
   verifyEvery: positive,
+  client: { enum: ['autocannon', 'wrk'] },
   ceiling: { type: 'boolean' },
   fixedRate: { type: 'boolean' },
   rate: count,

@@ -5,7 +5,7 @@
 import { generate, probes } from './dataset.ts';
 import { startGateways } from './gateway.ts';
 import type { RunFigures } from './load.ts';
-import { print, summarise, type RunResult } from './measure.ts';
+import { print, splitOf, summarise, type RunResult } from './measure.ts';
 import { delta, scrape } from './metrics.ts';
 import { memberships, type Run } from './scenario.ts';
 import { median } from './stats.ts';
@@ -80,7 +80,7 @@ export async function measureHydration(run: Run): Promise<RunResult> {
   const s = run.settings;
   // One client per round, and one more kept warm beside them.
   const ds = generate({ ...s.data, clients: s.rounds + 1 });
-  const target = await startGateways(run.label, { ...s.gateway, metrics: true }, ds);
+  const target = await startGateways(run.label, { ...s.gateway, metrics: true }, ds, splitOf(s).server);
   const result = emptyResult(run);
   const sample = probes(ds, FIRST_REQUESTS, s.denials, ds.shape.seed + 9);
   const times: number[] = [];

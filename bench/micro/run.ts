@@ -7,20 +7,14 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { ROOT } from '../../tests/helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 import { table } from '../lib/stats.ts';
 import * as graph from './authz/graph.bench.ts';
 import * as page from './authz/page.bench.ts';
 import * as credentials from './http/input/credentials.bench.ts';
 import * as apiHandler from './http/handle/api-handler.bench.ts';
 import * as pipeline from './worker/write-pipeline.bench.ts';
-
-export interface MicroTask {
-  name: string;
-  /** Run once before timing; throws when the code measured answers wrongly. */
-  check?: () => void;
-  fn: () => unknown;
-}
+import type { MicroTask } from './task.ts';
 
 const FILES: Record<string, { tasks: MicroTask[] }> = {
   'authz/graph': graph,

@@ -25,7 +25,7 @@ import {
   type Op,
 } from '../helpers/cluster.ts';
 import { answeredBy, rawRequest, type RawResult } from '../helpers/raw-http.ts';
-import { RbacModel, sorted } from '../helpers/rbac-model.ts';
+import { RbacModel, sorted } from '../../support/rbac-model.ts';
 import { show } from '../helpers/show.ts';
 
 // ---- 1. read-your-writes on every connection -----------------------------------------------------

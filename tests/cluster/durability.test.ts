@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { startServer, tempDir, type RunningServer } from '../helpers/server.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
-import { RbacModel, sorted } from '../helpers/rbac-model.ts';
+import { RbacModel, sorted } from '../../support/rbac-model.ts';
 import { assertGone } from '../helpers/processes.ts';
 import { show } from '../helpers/show.ts';
 

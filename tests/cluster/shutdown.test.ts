@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { start, startTimes, freshGet, opKey, entryKey, allChanges, assertGapless, replay, errorCode, type Op } from '../helpers/cluster.ts';
 import { RawError, rawRequest, type RawResult } from '../helpers/raw-http.ts';
-import { sorted } from '../helpers/rbac-model.ts';
+import { sorted } from '../../support/rbac-model.ts';
 import { tempDir } from '../helpers/server.ts';
 import { show } from '../helpers/show.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';

@@ -28,7 +28,7 @@ import {
   type Op,
 } from '../helpers/cluster.ts';
 import type { RawResult } from '../helpers/raw-http.ts';
-import { sorted } from '../helpers/rbac-model.ts';
+import { sorted } from '../../support/rbac-model.ts';
 import { show } from '../helpers/show.ts';
 import { sleep, waitUntil } from '../helpers/wait.ts';
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { answersMatchTheDocument, contractServer } from '../helpers/contract-suite.ts';
 import { asRecord, expectOk, expectErr, expectRev, revisionOf, seedRole } from '../helpers/envelopes.ts';
-import { sorted } from '../helpers/rbac-model.ts';
+import { sorted } from '../../support/rbac-model.ts';
 
 const api = contractServer();
 const { fresh } = api;

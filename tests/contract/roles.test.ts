@@ -7,7 +7,7 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { answersMatchTheDocument, contractServer } from '../helpers/contract-suite.ts';
 import { expectOk, expectErr, expectRoleMissing, expectRev, revisionOf, seedRole } from '../helpers/envelopes.ts';
-import { sorted } from '../helpers/rbac-model.ts';
+import { sorted } from '../../support/rbac-model.ts';
 
 const api = contractServer();
 const { fresh } = api;

@@ -20,7 +20,7 @@ import { freshPostgresDatabase, requirePostgres, sharedDatabase } from '../helpe
 import { freePort, runToExit, startServer, startServers, tempDir, type RunningServer, type ServerOptions } from '../helpers/server.ts';
 import { requireService } from '../helpers/services.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
-import { sorted } from '../helpers/rbac-model.ts';
+import { sorted } from '../../support/rbac-model.ts';
 import { sleep } from '../helpers/wait.ts';
 
 const KEY = 'test-encryption-password';

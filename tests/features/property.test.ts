@@ -1,6 +1,6 @@
 /**
  * Model-based property test (docs/api.md §2, §4, §6): random sequences of writes against the real
- * server and against the reference model (tests/helpers/rbac-model.ts), then every read route
+ * server and against the reference model (support/rbac-model.ts), then every read route
  * compared with the model, pagination included. Replay a failure with PROPERTY_SEED=<seed>
  * (printed on failure).
  */
@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
 import { startServer, type RunningServer } from '../helpers/server.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
-import { RbacModel as Model } from '../helpers/rbac-model.ts';
+import { RbacModel as Model } from '../../support/rbac-model.ts';
 import { checkList, compact, describeRes, expectErr, expectOk, inParallel } from '../helpers/model-reads.ts';
-import { prng } from '../helpers/prng.ts';
+import { prng } from '../../support/prng.ts';
 
 // ---- seeded PRNG ------------------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ import {
   walkRuns,
   type RunItem,
 } from '../helpers/workflows.ts';
-import { RbacModel } from '../helpers/rbac-model.ts';
+import { RbacModel } from '../../support/rbac-model.ts';
 import { show } from '../helpers/show.ts';
 import { EVENT_TIMEOUT_MS, sleep } from '../helpers/wait.ts';
 

@@ -5,8 +5,8 @@
  * client and a way to write it through /api.
  */
 import type { RbacClient } from '../../src/client/index.ts';
-import { prng } from './prng.ts';
-import { byCodePoint, RbacModel, sorted } from './rbac-model.ts';
+import { prng } from '../../support/prng.ts';
+import { byCodePoint, RbacModel, sorted } from '../../support/rbac-model.ts';
 
 export const users = (m: RbacModel): string[] => m.userNames();
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type http from 'node:http';
 import type { Change } from '../../src/authz/changes.ts';
 import { RawError, rawRequest, type RawResult } from './raw-http.ts';
-import { RbacModel } from './rbac-model.ts';
+import { RbacModel } from '../../support/rbac-model.ts';
 import { startServer, type RunningServer } from './server.ts';
 import { show } from './show.ts';
 import { sleep, waitUntil } from './wait.ts';

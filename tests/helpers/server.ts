@@ -6,11 +6,11 @@ import { randomUUID } from 'node:crypto';
 import { RbacClient, type ClientOptions } from '../../src/client/index.ts';
 import { createTestDatabase, type TestDatabase } from './postgres.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from './leak-record.ts';
-import { entryArgs, freePort, launchGateway, ROOT, type Launched } from './launcher.ts';
+import { entryArgs, freePort, launchGateway, ROOT, type Launched } from '../../support/launcher.ts';
 
 export { rememberSecret } from './leak-record.ts';
 
-export { freePort, ROOT } from './launcher.ts';
+export { freePort, ROOT } from '../../support/launcher.ts';
 
 /** A fresh folder under the OS temp dir, removed by `cleanup`. */
 export function tempDir(prefix = 'rbac-test-'): { dir: string; cleanup: () => void } {

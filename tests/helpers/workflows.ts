@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { ApiResult, CallOptions, PageOptions, RbacClient } from '../../src/client/index.ts';
 import { TIMESTAMP_RE } from './contract.ts';
 import { rememberSecret } from './leak-record.ts';
-import { byCodePoint } from './rbac-model.ts';
+import { byCodePoint } from '../../support/rbac-model.ts';
 import { show } from './show.ts';
 import { EVENT_TIMEOUT_MS, sleep } from './wait.ts';
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT } from '../helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 import { tempDir } from '../helpers/server.ts';
 
 const CLIENTS = 40;

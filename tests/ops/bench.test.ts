@@ -1,8 +1,10 @@
 /**
  * The benchmark kit, black-box: the runner on a tiny scenario of our own (BENCH_SCENARIOS) against
  * the real gateway must pass with checked answers and a CPU figure; the same scenario against a
- * stand-in that answers wrongly must fail; bench:compare must exit 1 above its threshold and 0
- * under it; every shipped scenario must parse, quick and full.
+ * stand-in that answers wrongly must fail, with autocannon and with wrk (whose runs are framed by
+ * checked samples); every row says whether it was client-bound; bench:compare must exit 1 above
+ * its threshold, 0 under it and 2 on a client-bound run; every shipped scenario must parse, quick
+ * and full.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseScenario, readScenario, resolve, scenarioNames } from '../../bench/lib/scenario.ts';
 import { generate } from '../../bench/lib/dataset.ts';
-import { ROOT } from '../helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 import Database from 'better-sqlite3';
 import { startServer, tempDir } from '../helpers/server.ts';
 import { prepared } from '../../src/store/sqlite/prepared.ts';
@@ -79,12 +81,19 @@ test('a run against the real gateway checks answers and reports CPU per operatio
     const file = join(ROOT, 'bench', 'results', `test-${process.pid}.json`);
     const report = JSON.parse(readFileSync(file, 'utf8')) as {
       ok: boolean;
-      runs: Array<{ correctness: { checked: number; wrong: number }; figures: { cpuPerOpUs: number } }>;
+      runs: Array<{
+        correctness: { checked: number; wrong: number };
+        figures: { cpuPerOpUs: number; clientBound: unknown };
+        rounds: Array<{ generator: string; clientCores: number; clientBound: unknown }>;
+      }>;
     };
     const run = report.runs[0];
     assert.ok(report.ok && run !== undefined);
     assert.ok(run.correctness.checked > 0 && run.correctness.wrong === 0, JSON.stringify(run.correctness));
     assert.ok(run.figures.cpuPerOpUs > 0, `cpu per op ${run.figures.cpuPerOpUs}`);
+    // Flat out: every row says whether the server was saturated; the load came from the client processes.
+    assert.equal(typeof run.figures.clientBound, 'boolean');
+    for (const r of run.rounds) assert.ok(r.generator === 'autocannon' && r.clientCores > 0 && typeof r.clientBound === 'boolean', JSON.stringify(r));
     spawnSync('rm', ['-f', file, file.replace(/json$/, 'md')]);
   } finally {
     dir.cleanup();
@@ -100,6 +109,33 @@ test('a gateway that answers wrongly fails the run', () => {
     assert.equal(r.code, 1, r.out);
     assert.match(r.out, /FAILED:[\s\S]*wrong answers/);
     for (const ext of ['json', 'md']) spawnSync('rm', ['-f', join(ROOT, 'bench', 'results', `test-wrong-${process.pid}.${ext}`)]);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('with --client wrk wrk sends the rounds, and answers are still checked: a gateway that answers wrongly fails', () => {
+  const dir = tempDir('rbac-bench-test-');
+  try {
+    writeFileSync(join(dir.dir, 'tiny.json'), JSON.stringify({ ...TINY, routes: { has_permission: 1 } }));
+    const ok = bench(['tiny', '--client', 'wrk', '--out', `test-wrk-${process.pid}`], { BENCH_SCENARIOS: dir.dir });
+    assert.equal(ok.code, 0, ok.out);
+    const file = join(ROOT, 'bench', 'results', `test-wrk-${process.pid}.json`);
+    const report = JSON.parse(readFileSync(file, 'utf8')) as { runs: Array<{ correctness: { checked: number }; rounds: Array<{ generator: string }> }> };
+    const run = report.runs[0];
+    assert.ok(run !== undefined && run.correctness.checked > 0, ok.out);
+    assert.deepEqual(
+      run.rounds.map((r) => r.generator),
+      ['wrk'],
+    );
+    const wrong = bench(['tiny', '--client', 'wrk', '--out', `test-wrk-wrong-${process.pid}`], {
+      BENCH_SCENARIOS: dir.dir,
+      BENCH_GATEWAY_ENTRY: 'bench/lib/bare-server.ts',
+    });
+    assert.equal(wrong.code, 1, wrong.out);
+    assert.match(wrong.out, /FAILED:[\s\S]*wrong answers/);
+    for (const base of [`test-wrk-${process.pid}`, `test-wrk-wrong-${process.pid}`])
+      for (const ext of ['json', 'md']) spawnSync('rm', ['-f', join(ROOT, 'bench', 'results', `${base}.${ext}`)]);
   } finally {
     dir.cleanup();
   }
@@ -134,7 +170,7 @@ test('BENCH_TARGET: a running instance is seeded under a fresh key, measured, an
 test('bench:compare exits 1 when CPU per operation grew above the threshold, 0 under it', () => {
   const dir = tempDir('rbac-bench-test-');
   try {
-    const report = (cpu: number): string =>
+    const report = (cpu: number, clientBound = false): string =>
       JSON.stringify({
         schema: 1,
         startedAt: 'x',
@@ -148,7 +184,7 @@ test('bench:compare exits 1 when CPU per operation grew above the threshold, 0 u
           {
             scenario: 's',
             label: 'l',
-            figures: { rps: 1000, p50: 1, p99: 2, p999: 3, cpuPerOpUs: cpu, serverCores: 1, otherCores: 0, rssMb: 50 },
+            figures: { rps: 1000, p50: 1, p99: 2, p999: 3, cpuPerOpUs: cpu, serverCores: 1, otherCores: 0, rssMb: 50, clientBound },
             extra: {},
             correctness: { checked: 1, wrong: 0, examples: [] },
           },
@@ -167,6 +203,15 @@ test('bench:compare exits 1 when CPU per operation grew above the threshold, 0 u
     assert.match(up.out, /REGRESSION[\s\S]*s\/l: CPU per operation 10\.00 → 11\.50/);
     assert.equal(compare(a, c).code, 0);
     assert.equal(compare(a, c, '--threshold', '4').code, 1);
+    // A client-bound run measured the load generator: no comparison unless asked for.
+    const bound = join(dir.dir, 'bound.json');
+    writeFileSync(bound, report(10.5, true));
+    const refused = compare(a, bound);
+    assert.equal(refused.code, 2, refused.out);
+    assert.match(refused.out, /refusing to compare client-bound runs[\s\S]*B s\/l/);
+    const anyway = compare(a, bound, '--allow-client-bound');
+    assert.equal(anyway.code, 0, anyway.out);
+    assert.match(anyway.out, /WARNING: comparing client-bound runs/);
   } finally {
     dir.cleanup();
   }

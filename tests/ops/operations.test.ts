@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
 import { AccessLog, type AccessSeries } from '../../src/log/access.ts';
 import type { Logger } from '../../src/log/index.ts';
-import { entryArgs } from '../helpers/launcher.ts';
+import { entryArgs } from '../../support/launcher.ts';
 import { answeredBy, rawRequest, RawError, type RawResult } from '../helpers/raw-http.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from '../helpers/leak-record.ts';
 import { engineEnv, freePort, ROOT, runToExit, START_TIMEOUT_MS, tempDir } from '../helpers/server.ts';

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { ROOT } from '../helpers/launcher.ts';
+import { ROOT } from '../../support/launcher.ts';
 
 function checkList(...pretend: string[]): { status: number | null; output: string } {
   const r = spawnSync(process.execPath, ['tests/run.mjs', '--check-list', ...pretend], { cwd: ROOT, encoding: 'utf8' });

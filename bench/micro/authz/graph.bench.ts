@@ -1,7 +1,7 @@
 /** src/authz/graph.ts: the check of the hot path and the list reads, on a graph of 100,000 memberships. */
 import { TenantGraph } from '../../../src/authz/graph.ts';
 import { generate, probes } from '../../lib/dataset.ts';
-import type { MicroTask } from '../run.ts';
+import type { MicroTask } from '../task.ts';
 
 const ds = generate({
   users: 33_334,

@@ -2,7 +2,7 @@
 import { TenantGraph } from '../../../src/authz/graph.ts';
 import { pageAfter } from '../../../src/authz/page.ts';
 import { generate, HOT_PERMISSION } from '../../lib/dataset.ts';
-import type { MicroTask } from '../run.ts';
+import type { MicroTask } from '../task.ts';
 
 const ds = generate({ users: 100, roles: 10, permissions: 100, rolesPerUser: 2, grantsPerRole: [2, 5], clients: 1, hotHolders: 10_000, pareto: 1.2, seed: 42 });
 const graph = new TenantGraph();

@@ -4,7 +4,7 @@
  * on top of the commit and the fan-out.
  */
 import { CoalescingStage } from '../../../src/worker/write-pipeline.ts';
-import type { MicroTask } from '../run.ts';
+import type { MicroTask } from '../task.ts';
 
 let done = 0;
 const stage = new CoalescingStage<number>(

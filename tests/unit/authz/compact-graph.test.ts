@@ -1,5 +1,5 @@
 /**
- * The compact graph against the reference model (tests/helpers/rbac-model.ts): random sequences of every change (deletes and
+ * The compact graph against the reference model (support/rbac-model.ts): random sequences of every change (deletes and
  * re-creations of the same names included, bulk ones that leave the buffers enough garbage to
  * compact), after which every read the routes make must equal the model's answer.
  */
@@ -14,7 +14,7 @@ import { NameTable } from '../../../src/authz/name-table.ts';
 import { knownResourceIds } from '../../../src/authz/resources.ts';
 import type { Change } from '../../../src/authz/changes.ts';
 import { knownResources } from '../../helpers/authzen-model.ts';
-import { byCodePoint, RbacModel, sorted } from '../../helpers/rbac-model.ts';
+import { byCodePoint, RbacModel, sorted } from '../../../support/rbac-model.ts';
 
 /** Every read compared with the model, over the whole universe of names (known or not). */
 function assertSame(g: TenantGraph, m: RbacModel, users: readonly string[], roles: readonly string[], perms: readonly string[]): void {

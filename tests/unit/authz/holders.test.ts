@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TenantGraph } from '../../../src/authz/graph.ts';
 import type { Change } from '../../../src/authz/changes.ts';
-import { prng } from '../../helpers/prng.ts';
-import { sorted } from '../../helpers/rbac-model.ts';
+import { prng } from '../../../support/prng.ts';
+import { sorted } from '../../../support/rbac-model.ts';
 
 /** The holders and known resources recomputed from scratch out of the graph's plain reads. */
 function expected(g: TenantGraph, users: readonly string[], perms: readonly string[]): { holders: Map<string, string[]>; docs: string[] } {

@@ -13,7 +13,7 @@ import { startHttpServer, type Backend } from '../../../../src/http/server.ts';
 import { createLogger } from '../../../../src/log/index.ts';
 import { NO_REQUEST_METRICS } from '../../../../src/metrics/requests.ts';
 import { generate, probes } from '../../../lib/dataset.ts';
-import type { MicroTask } from '../../run.ts';
+import type { MicroTask } from '../../task.ts';
 import { imageOfSnapshot } from '../../../../src/authz/graph-image.ts';
 
 const ds = generate({

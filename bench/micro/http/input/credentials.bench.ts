@@ -1,7 +1,7 @@
 /** src/http/credentials.ts: the credential look-up of every request (a known key, a new key, a malformed one). */
 import { randomUUID } from 'node:crypto';
 import { Credentials, tenantOfKey } from '../../../../src/http/input/credentials.ts';
-import type { MicroTask } from '../../run.ts';
+import type { MicroTask } from '../../task.ts';
 
 const credentials = new Credentials(undefined);
 const key = randomUUID();

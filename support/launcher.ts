@@ -6,9 +6,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { sleep } from './wait.ts';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /**
  * The primary's line once every worker listens: its event (docs/operations.md §8), or, from a

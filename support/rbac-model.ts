@@ -5,7 +5,7 @@
  * graph replay random changes through it; the AuthZEN model (authzen-model.ts) reads it; the
  * benchmarks build it from their seeded changes and check sampled answers of the server against it.
  */
-import type { Change, Snapshot } from '../../src/authz/changes.ts';
+import type { Change, Snapshot } from '../src/authz/changes.ts';
 
 export interface RoleState {
   description: string;
