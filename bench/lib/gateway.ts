@@ -77,14 +77,7 @@ export async function launch(settings: GatewaySettings, storeEnv: Record<string,
   };
 }
 
-export function fromInstances(
-  label: string,
-  instances: Instance[],
-  keys: string[],
-  revision: number,
-  threads: number,
-  cleanup: () => Promise<void>,
-): Target {
+export function fromInstances(label: string, instances: Instance[], keys: string[], revision: number, threads: number, cleanup: () => Promise<void>): Target {
   const sum = (f: (pid: number) => number): number => instances.reduce((n, i) => n + f(i.pid), 0);
   return {
     label,
