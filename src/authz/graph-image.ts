@@ -2,7 +2,7 @@ import type { Snapshot } from './changes.ts';
 import type { PermId, RoleId, UserId } from './ids.ts';
 import { Adjacency, type AdjacencyState } from './adjacency.ts';
 import { NameTable, type NameTableState } from './name-table.ts';
-import { buildFromSnapshot, type GraphParts } from './snapshot-build.ts';
+import { buildFromSnapshot, type AdoptedParts, type GraphParts } from './snapshot-build.ts';
 
 /**
  * A tenant's graph as one buffer and a few numbers: built where the rows were read (a pool
@@ -35,11 +35,17 @@ export function imageOfSnapshot(s: Snapshot): GraphImage {
  * The parts' data packed into one buffer: the parts must not be used after. The layout is, for
  * the arrays in {@link arraysOf}'s order, `byteOffset, length` each (a free list of length 0 is
  * absent); then per name table `wide, charsEnd, garbageChars, idEnd, freeCount, deletedSlots,
- * size`; then per relation `end, garbage`.
+ * size`; then per relation `end, garbage` (an `end` of -1: the relation is left out).
  */
 export function imageOf(revision: number, p: GraphParts): GraphImage {
   const tables = [p.userNames.tightState(), p.roleNames.tightState(), p.permNames.tightState()] as const;
-  const relations = [p.rolesOfUser.tightState(), p.membersOfRole.tightState(), p.permsOfRole.tightState(), p.rolesOfPerm.tightState()] as const;
+  const [rolesOfUser, permsOfRole] = [p.rolesOfUser.tightState(), p.permsOfRole.tightState()];
+  // A small graph leaves its reverse relations out: made when first needed, which for most of
+  // many small clients (only ever checked) is never.
+  const reverse = rolesOfUser.end + permsOfRole.end >= REVERSE_FROM_EDGES;
+  const absent: AdjacencyState = { span: new Uint32Array(0), values: new Uint32Array(0), end: -1, garbage: 0 };
+  const [membersOfRole, rolesOfPerm] = reverse ? [p.membersOfRole.tightState(), p.rolesOfPerm.tightState()] : [absent, absent];
+  const relations = [rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm] as const;
   const arrays = arraysOf(tables, relations);
   const layout: number[] = [];
   let bytes = 0;
@@ -62,8 +68,11 @@ function arraysOf(tables: readonly NameTableState[], relations: readonly Adjacen
 
 const align = (bytes: number): number => (bytes + 7) & ~7;
 
+/** Memberships and grants from which an image carries the reverse relations (members by role, roles by permission). */
+const REVERSE_FROM_EDGES = 1024;
+
 /** The parts over an image's buffer: views, no copy. */
-export function partsOf(image: GraphImage): GraphParts {
+export function partsOf(image: GraphImage): AdoptedParts {
   const { buffer, layout } = image;
   let a = 0;
   /** The next array's byte offset and length. */
@@ -81,8 +90,12 @@ export function partsOf(image: GraphImage): GraphParts {
     return NameTable.fromState<T>({ chars, charsEnd, garbageChars, span, idEnd, free, freeCount, slots, deletedSlots, size });
   };
   const [userNames, roleNames, permNames] = [table<UserId>(), table<RoleId>(), table<PermId>()];
-  const relation = (): Adjacency => Adjacency.fromState({ span: u32(), values: u32(), end: counter(), garbage: counter() });
+  const relation = (): Adjacency | undefined => {
+    const [span, values, end, garbage] = [u32(), u32(), counter(), counter()];
+    return end === -1 ? undefined : Adjacency.fromState({ span, values, end, garbage });
+  };
   const [rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm] = [relation(), relation(), relation(), relation()];
+  if (rolesOfUser === undefined || permsOfRole === undefined) throw new Error('a graph image without its forward relations');
   return { userNames, roleNames, permNames, rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm, descriptions: [...image.descriptions] };
 }
 

@@ -3,18 +3,14 @@ import type { Change, Snapshot } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable, Spelling } from './name-table.ts';
 import { partsOf, type GraphImage } from './graph-image.ts';
+import { estimatedBytes } from './estimate.ts';
 import { ListMemo } from './list-memo.ts';
 import { holdersOf, memberPosition, namesOf } from './members.ts';
 import { knownResourceIds } from './resources.ts';
-import { buildFromSnapshot, emptyParts, type GraphParts } from './snapshot-build.ts';
+import { buildFromSnapshot, emptyParts, membersByRole, rolesByPermission, type AdoptedParts } from './snapshot-build.ts';
 
 /** Result of applying a change: `applied`, or why it was not. */
 export type ApplyResult = 'applied' | 'stale' | 'gap';
-
-/** The graph object, its typed-array wrappers and the role descriptions' headers: small and fixed. */
-const BASE_BYTES = 2048;
-/** A JS string's header, for the role descriptions (the only names kept as strings). */
-const STRING_HEADER_BYTES = 16;
 
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -32,10 +28,11 @@ export class TenantGraph {
   readonly #roleNames: NameTable<RoleId>;
   readonly #permNames: NameTable<PermId>;
   readonly #rolesOfUser: Adjacency;
-  /** Per role, its members sorted by name: `members` and `whichUsersCan` read them in order. */
-  readonly #membersOfRole: Adjacency;
+  /** Per role, its members sorted by name (`members`, `whichUsersCan`); see {@link AdoptedParts}. */
+  #members: Adjacency | undefined;
   readonly #permsOfRole: Adjacency;
-  readonly #rolesOfPerm: Adjacency;
+  /** Per permission, its roles; see {@link AdoptedParts}. */
+  #rolesByPerm: Adjacency | undefined;
   readonly #descriptions: Array<string | undefined>;
   /** Lists derived from this revision; forgotten at the next change. */
   readonly #memo = new ListMemo<string>();
@@ -45,16 +42,24 @@ export class TenantGraph {
   readonly #resourceLists = new ListMemo<string>();
 
   /** An empty graph at `revision`, or one over `parts` already built (see {@link buildFromSnapshot}). */
-  constructor(revision = 0, parts: GraphParts = emptyParts()) {
+  constructor(revision = 0, parts: AdoptedParts = emptyParts()) {
     this.#revision = revision;
     this.#userNames = parts.userNames;
     this.#roleNames = parts.roleNames;
     this.#permNames = parts.permNames;
     this.#rolesOfUser = parts.rolesOfUser;
-    this.#membersOfRole = parts.membersOfRole;
+    this.#members = parts.membersOfRole;
     this.#permsOfRole = parts.permsOfRole;
-    this.#rolesOfPerm = parts.rolesOfPerm;
+    this.#rolesByPerm = parts.rolesOfPerm;
     this.#descriptions = parts.descriptions;
+  }
+
+  get #membersOfRole(): Adjacency {
+    return (this.#members ??= membersByRole(this.#rolesOfUser, this.#userNames, this.#roleNames.idEnd));
+  }
+
+  get #rolesOfPerm(): Adjacency {
+    return (this.#rolesByPerm ??= rolesByPermission(this.#permsOfRole, this.#roleNames.idEnd, this.#permNames.idEnd));
   }
 
   /** The graph over an image's buffers, as a pool thread built it (no copy, no rebuild). */
@@ -71,16 +76,10 @@ export class TenantGraph {
     return this.#revision;
   }
 
-  /**
-   * The graph's memory in bytes, for the cache budget: the byte length of every buffer (slack
-   * included), the role descriptions and a small fixed overhead. Memoised lists are not counted.
-   */
+  /** The graph's memory in bytes, for the cache budget (see {@link estimatedBytes}). Memoised lists are not counted. */
   get estimatedBytes(): number {
-    let bytes = BASE_BYTES + 8 * this.#descriptions.length;
-    for (const d of this.#descriptions) if (d !== undefined) bytes += STRING_HEADER_BYTES + 2 * d.length;
-    const buffers = [this.#userNames, this.#roleNames, this.#permNames, this.#rolesOfUser, this.#membersOfRole, this.#permsOfRole, this.#rolesOfPerm];
-    for (const b of buffers) bytes += b.bytes;
-    return bytes;
+    const parts = [this.#userNames, this.#roleNames, this.#permNames, this.#rolesOfUser, this.#members, this.#permsOfRole, this.#rolesByPerm];
+    return estimatedBytes(parts, this.#descriptions);
   }
 
   /**

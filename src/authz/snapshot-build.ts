@@ -15,6 +15,15 @@ export interface GraphParts {
   readonly descriptions: Array<string | undefined>;
 }
 
+/**
+ * The parts a graph adopts: the two reverse relations may be left out (a small graph's image, see
+ * graph-image.ts), and the graph makes them from the others when first needed.
+ */
+export type AdoptedParts = Omit<GraphParts, 'membersOfRole' | 'rolesOfPerm'> & {
+  readonly membersOfRole: Adjacency | undefined;
+  readonly rolesOfPerm: Adjacency | undefined;
+};
+
 /** The parts of an empty graph. */
 export function emptyParts(): GraphParts {
   return {
@@ -145,11 +154,41 @@ function buildMemberships(parts: GraphParts, memberships: Memberships): void {
     userOf[n++] = lastId;
   });
   fill(rolesOfUser, userNames.idEnd, userOf, roleOf, n);
-  const perRole = new Uint32Array(roleNames.idEnd);
+  fillMembers(membersOfRole, rolesOfUser, userNames, roleNames.idEnd);
+}
+
+/** Per role, its members sorted by name, laid out from every user's roles. */
+function fillMembers(membersOfRole: Adjacency, rolesOfUser: Adjacency, userNames: NameTable<UserId>, roles: number): void {
+  const perRole = new Uint32Array(roles);
   for (let i = 0; i < userNames.idEnd; i++) forEachRole(rolesOfUser, i, (r) => (perRole[r] = (perRole[r] as number) + 1));
   membersOfRole.reserve(perRole);
   // Appending the users in name order leaves every role's members sorted by name.
   for (const u of usersByName(userNames)) forEachRole(rolesOfUser, u, (r) => membersOfRole.push(r, u));
+}
+
+/** Per role over `roles` roles, its members sorted by name: the relation the users' roles imply. */
+export function membersByRole(rolesOfUser: Adjacency, userNames: NameTable<UserId>, roles: number): Adjacency {
+  const membersOfRole = new Adjacency();
+  fillMembers(membersOfRole, rolesOfUser, userNames, roles);
+  return membersOfRole;
+}
+
+/** Per permission over `perms` permissions, its roles: the relation the roles' permissions imply. */
+export function rolesByPermission(permsOfRole: Adjacency, roles: number, perms: number): Adjacency {
+  let n = 0;
+  for (let r = 0; r < roles; r++) n += permsOfRole.countOf(r);
+  const permOf = new Uint32Array(n);
+  const roleOf = new Uint32Array(n);
+  n = 0;
+  for (let r = 0; r < roles; r++) {
+    for (let i = 0; i < permsOfRole.countOf(r); i++) {
+      permOf[n] = permsOfRole.at(r, i);
+      roleOf[n++] = r;
+    }
+  }
+  const rolesOfPerm = new Adjacency();
+  fill(rolesOfPerm, perms, permOf, roleOf, n);
+  return rolesOfPerm;
 }
 
 function forEachRole(rolesOfUser: Adjacency, u: number, visit: (r: number) => void): void {

@@ -19,6 +19,8 @@ import type { SharedTask, Task, TaskReply } from './protocol.ts';
  * many small clients asks for by the thousand, each far cheaper than its trip to a thread.
  */
 const SHAREABLE: ReadonlySet<StoreMethod> = new Set<StoreMethod>(['loadGraph']);
+/** The young generation of a pool thread's heap, MiB. */
+const POOL_YOUNG_GENERATION_MB = 16;
 /** Calls one shared task carries at most, so that none waits long behind the others. */
 const SHARED_MAX = 32;
 
@@ -60,6 +62,9 @@ export class PooledStore extends PassingStore implements Store {
       minThreads: plan.threads,
       maxThreads: plan.threads,
       concurrentTasksPerWorker: plan.concurrency,
+      // A pool thread's garbage is short-lived rows and strings; V8's default young generation
+      // (tens of MiB per thread) stays resident once a burst of hydrations grew it.
+      resourceLimits: { maxYoungGenerationSizeMb: POOL_YOUNG_GENERATION_MB },
     });
     // Unheard, piscina's 'error' event would throw and take the whole process down with the thread.
     this.#pool.on('error', onThreadError);

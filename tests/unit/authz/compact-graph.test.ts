@@ -117,6 +117,27 @@ test('a graph built from a snapshot, moved to another port as its buffers and ad
   );
 });
 
+test("an image carries the reverse relations of a large graph and leaves out a small one's; both answer every list and change alike", async () => {
+  for (const users of [6, 700]) {
+    const m = new RbacModel();
+    for (const role of ROLES) m.applyLeniently({ op: 'role.create', role, description: '' });
+    ROLES.forEach((role, r) => PERMS.forEach((permission, p) => (r + p) % 2 === 0 && m.applyLeniently({ op: 'permission.grant', role, permission })));
+    const names = Array.from({ length: users }, (_, u) => `user${(u * 7919) % users}`);
+    names.forEach((user, u) => [0, 2].forEach((k) => m.applyLeniently({ op: 'membership.add', user, role: ROLES[(u + k) % ROLES.length] as string })));
+    const image = imageOfSnapshot(m.snapshot());
+    const g = TenantGraph.fromImage(await moved(image));
+    assertSame(g, m, names.slice(0, 40), ROLES, PERMS);
+    const next = [
+      { op: 'membership.add', user: 'late', role: 'a' },
+      { op: 'permission.revoke', role: 'a', permission: PERMS[0] as string },
+      { op: 'role.delete', role: 'c_1' },
+    ] as const;
+    next.forEach((c, i) => assert.equal(g.apply(c, m.revision + i + 1), 'applied'));
+    for (const c of next) m.applyLeniently(c);
+    assertSame(g, m, [...names.slice(0, 40), 'late'], ROLES, PERMS);
+  }
+});
+
 test('bulk churn past the compaction thresholds keeps every answer (buffers compacted, ids and names reused)', () => {
   const g = new TenantGraph();
   const m = new RbacModel();
