@@ -13,7 +13,16 @@ import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { decodeName, SpelledName } from '../input/path-names.ts';
 import { NO_QUERY, parseQuery } from '../input/query.ts';
 import type { Reply, TenantTarget } from '../reply/reply.ts';
-import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from '../api/route-types.ts';
+import {
+  accessOf,
+  auditActionOf,
+  auditCommitsWithChange,
+  isGraphRoute,
+  isPaged,
+  type GraphRoute,
+  type HasPermissionRoute,
+  type Route,
+} from '../api/route-types.ts';
 import type { SlowPath } from './slow-path.ts';
 import { seriesOf } from '../api/series.ts';
 import type { RequestMetrics } from '../../metrics/requests.ts';
@@ -35,11 +44,12 @@ export interface ApiParts {
 /** What depends on the route alone, decided once. */
 interface RoutePlan {
   readonly route: Route;
-  readonly fromMemory: boolean;
+  /** The route when it is answered from the tenant graph, in memory. */
+  readonly fromGraph: GraphRoute | undefined;
   readonly paged: boolean;
   readonly log: boolean;
   /** has_permission: its two names are decoded into buffers and looked up from there (`#serveSpelled`). */
-  readonly spelled: boolean;
+  readonly spelled: HasPermissionRoute | undefined;
   readonly access: 'read' | 'write' | 'key';
   /** The audit row's action, or undefined when requests of this route are not audited. */
   readonly action: string | undefined;
@@ -63,10 +73,10 @@ export class ApiHandler {
     const action = access !== 'read' || this.#p.auditReads ? auditActionOf(route) : undefined;
     const plan: RoutePlan = {
       route,
-      fromMemory: route.kind === 'read' || route.kind === 'list',
+      fromGraph: isGraphRoute(route) ? route : undefined,
       paged: isPaged(route),
       log: route.kind === 'log',
-      spelled: route.id === 'has_permission',
+      spelled: route.kind === 'has_permission' ? route : undefined,
       access,
       action,
       series: seriesOf(route),
@@ -88,7 +98,7 @@ export class ApiHandler {
   #serve(plan: RoutePlan, res: EngineResponse, req: EngineRequest, principal: Principal, body: Promise<BodyResult> | undefined): void {
     const t = this.#p.reply.target(res, req, principal.tenant, plan.series);
     if (plan.action !== undefined) t.audit = this.#audited(plan, t, req, principal);
-    if (plan.spelled && body === undefined && this.#serveSpelled(plan.route, t, req, principal)) return;
+    if (plan.spelled !== undefined && body === undefined && this.#serveSpelled(plan.spelled, t, req, principal)) return;
     const { route } = plan;
     const p: string[] = [];
     let query = NO_QUERY;
@@ -105,9 +115,9 @@ export class ApiHandler {
     if (failure === undefined && route.body !== undefined) body ??= this.#p.body.read(res, req, route.body);
     else body = undefined;
     const g = this.#graphOf(principal);
-    if (plan.fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
+    if (plan.fromGraph !== undefined && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
       try {
-        this.#p.answers.read(t, route, g, p, query, undefined);
+        this.#p.answers.read(t, plan.fromGraph, g, p, query, undefined);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         this.#p.reply.error(t, err, g.revision);
@@ -123,7 +133,7 @@ export class ApiHandler {
    * a cached graph builds no string. False (nothing done but reading) when the request needs the
    * general way, which then reads it again and says what is wrong with it.
    */
-  #serveSpelled(route: Route, t: TenantTarget, req: EngineRequest, principal: Principal): boolean {
+  #serveSpelled(route: HasPermissionRoute, t: TenantTarget, req: EngineRequest, principal: Principal): boolean {
     const user = this.#user;
     const permission = this.#permission;
     if (!user.read(req.getParameter(0) ?? '') || !permission.read(req.getParameter(1) ?? '') || req.getHeader('x-authz-min-revision') !== '') return false;
