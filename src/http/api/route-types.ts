@@ -156,12 +156,15 @@ export function auditCommitsWithChange(route: Route): boolean {
   return route.kind === 'write' || (route.kind === 'workflow' && accessOf(route) === 'write');
 }
 
+/** What a route asks of the caller's credential: see {@link accessOf}. */
+export type Access = 'read' | 'write' | 'key';
+
 /**
  * What a route asks of the caller's credential (docs/api.md §3): `read` for the reads, POST
  * /api/check included (any key or token), `write` for changes (a key or a write token), `key` for
  * minting tokens (a client key only).
  */
-export function accessOf(route: Route): 'read' | 'write' | 'key' {
+export function accessOf(route: Route): Access {
   switch (route.kind) {
     case 'token':
       return 'key';
