@@ -43,7 +43,7 @@ export interface RouteBase<Id extends RouteId = RouteId> {
   readonly data: DataSchemaName;
   /** Request body schema; every POST and DELETE reads (and validates) its body. */
   readonly body?: BodySchemaName;
-  /** What its 404 means, in the OpenAPI document; a route without one never answers 404. */
+  /** What its 404 means, in the OpenAPI document; absent when the route has no 404 of its own. */
   readonly notFound?: string;
   /** What its 400 means, in the OpenAPI document, when more than a bad name, query, header or body. */
   readonly badRequest?: string;
