@@ -11,6 +11,7 @@ import { registerAuthzenMetadata } from './handle/authzen-metadata.ts';
 import { AUTHZEN_ROUTES } from './api/authzen-routes.ts';
 import { Answers } from './handle/answers.ts';
 import { ApiHandler } from './handle/api-handler.ts';
+import { Prelude } from './handle/prelude.ts';
 import type { Backend } from './backend.ts';
 import { Credentials } from './input/credentials.ts';
 import { BodyReader } from './input/body.ts';
@@ -78,20 +79,26 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const drain = reply.drain;
   const secret = config.AUTH_JWT_SECRET_KEY;
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
-  const shared = {
-    credentials: new Credentials(tokens, (tenant) => cache.mayExist(tenant)),
+  const credentials = new Credentials(tokens, (tenant) => cache.mayExist(tenant));
+  const prelude = new Prelude({
+    credentials,
     cache,
-    body: new BodyReader(config.AUTH_MAX_BODY_BYTES),
     reply,
-    slow: new SlowPath(cache, backend, answers, reply, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
     drain,
     audit: { record: (row: AuditRecord) => backend.recordAudit(row) },
     auditReads: config.AUTH_AUDIT_CHECKS,
     metrics: deps.metrics,
+  });
+  const shared = {
+    prelude,
+    credentials,
+    body: new BodyReader(config.AUTH_MAX_BODY_BYTES),
+    reply,
+    slow: new SlowPath(cache, backend, answers, reply, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
   };
   const api = new ApiHandler({ ...shared, answers });
   const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','), config.AUTH_AUTHZEN_DENY_REASONS);
-  const authzen = new AuthzenHandler({ ...shared, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
+  const authzen = new AuthzenHandler({ ...shared, cache, drain, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
   const app = deps.engine.createApp();
   const routes = new RouteTable(app, drain, reply);
   for (const route of ROUTES) routes.on(route.method, route.path, api.forRoute(route));

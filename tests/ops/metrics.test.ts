@@ -239,3 +239,35 @@ test('workflow schedule changes count as writes: one scheduled, one unscheduled,
     [1, 1, 1],
   );
 });
+
+test('decisions are counted by what a route is: has_permission, permission, membership and each batch item; explain, can_run and lists not', async () => {
+  const client = server.client(randomUUID());
+  assert.equal((await client.createRole('ops')).status, 201);
+  assert.equal((await client.grant('ops', 'deploy')).status, 201);
+  assert.equal((await client.addMember('alice', 'ops')).status, 201);
+  const decisions = (e: Exposition): [number, number] => [
+    sum(e, 'rbac_check_decisions_total', (l) => l.result === 'allow'),
+    sum(e, 'rbac_check_decisions_total', (l) => l.result === 'deny'),
+  ];
+  const [allowBefore, denyBefore] = decisions(parse(await scrape()));
+  // Not decisions: the answers say more than yes or no, or are not the contract's checks.
+  for (const res of [await client.explain('alice', 'deploy'), await client.canRun('alice', 'deploy'), await client.userPermissions('alice')]) {
+    assert.equal(res.status, 200);
+  }
+  const answers = [
+    (await client.hasPermission('alice', 'deploy')).data?.has_permission,
+    (await client.roleHasPermission('ops', 'deploy')).data?.has_permission,
+    (await client.roleHasPermission('ops', 'nope')).data?.has_permission,
+    (await client.isMember('alice', 'ops')).data?.is_member,
+    (await client.isMember('bob', 'ops')).data?.is_member,
+    ...((
+      await client.check([
+        { user: 'alice', permission: 'deploy' },
+        { user: 'alice', permission: 'nope' },
+      ])
+    ).data?.results.map((r) => r.has_permission) ?? []),
+  ];
+  assert.deepEqual(answers, [true, true, false, true, false, true, false]);
+  const [allow, deny] = decisions(parse(await scrape()));
+  assert.deepEqual([allow - allowBefore, deny - denyBefore], [4, 3]);
+});

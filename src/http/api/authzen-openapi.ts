@@ -19,10 +19,10 @@ const entities = { type: 'array', items: { type: 'object', required: ['type', 'i
 const actions = { type: 'array', items: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } } };
 
 function successOf(r: AuthzenRoute): object {
-  if (r.id === 'authzen_evaluation') return decision;
-  if (r.id === 'authzen_evaluations')
+  if (r.kind === 'evaluation') return decision;
+  if (r.kind === 'evaluations')
     return { oneOf: [decision, { type: 'object', required: ['evaluations'], properties: { evaluations: { type: 'array', items: decision } } }] };
-  return { type: 'object', required: ['page', 'results'], properties: { page, results: r.id === 'authzen_search_action' ? actions : entities } };
+  return { type: 'object', required: ['page', 'results'], properties: { page, results: r.finds === 'action' ? actions : entities } };
 }
 
 const METADATA = {

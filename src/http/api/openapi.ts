@@ -49,10 +49,9 @@ function responsesOf(r: Route): Record<string, object> {
     405: 'Wrong method for this path',
     503: 'Database unavailable, or a revision another instance had not delivered within 1 s',
   };
-  if (r.params.includes('role') && r.id !== 'role.create') responses[404] = 'Role (or grant, or membership) not found';
+  if (r.notFound !== undefined) responses[404] = r.notFound;
   if (r.kind === 'write' && r.method === 'POST') responses[409] = 'Already exists';
-  if (r.id === 'workflow.unschedule' || r.id === 'workflow.runs') responses[404] = 'The workflow has no schedule';
-  if (r.id === 'workflow.schedule') responses[400] = 'Invalid name or body, or webhook host not in AUTH_WEBHOOK_ALLOWED_HOSTS';
+  if (r.badRequest !== undefined) responses[400] = r.badRequest;
   if (accessOf(r) === 'write') responses[403] = "A token of scope 'read'";
   if (accessOf(r) === 'key') responses[403] = 'A token (only client keys mint tokens)';
   if (r.kind === 'token') responses[501] = 'No AUTH_JWT_SECRET_KEY configured';

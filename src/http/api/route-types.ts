@@ -6,9 +6,33 @@ import type { BodySchemaName, DataSchemaName } from './schemas.ts';
 
 /** The kinds of /api routes and what each route says about itself; the routes are in routes.ts and workflow-routes.ts. */
 
-export interface RouteBase {
-  /** Stable id: binds cursors, names the route in logs and in the OpenAPI document. */
-  readonly id: string;
+/**
+ * Every /api route's id: binds cursors, names the route in logs, metrics, audit rows and the
+ * OpenAPI document. A write's id is the op of the change it commits (its audit rows' action).
+ */
+export type RouteId =
+  | Change['op']
+  | 'roles'
+  | 'permission.get'
+  | 'role_permissions'
+  | 'membership.get'
+  | 'members'
+  | 'has_permission'
+  | 'explain'
+  | 'user_permissions'
+  | 'user_roles'
+  | 'which_users_can'
+  | 'which_roles_can'
+  | 'changes'
+  | 'token.issue'
+  | 'audit'
+  | 'check'
+  | 'workflow.users'
+  | 'workflow.can_run'
+  | WorkflowRoute['id'];
+
+export interface RouteBase<Id extends RouteId = RouteId> {
+  readonly id: Id;
   readonly method: 'GET' | 'POST' | 'DELETE';
   /** OpenAPI form, `{name}` for a parameter. */
   readonly path: string;
@@ -19,16 +43,38 @@ export interface RouteBase {
   readonly data: DataSchemaName;
   /** Request body schema; every POST and DELETE reads (and validates) its body. */
   readonly body?: BodySchemaName;
+  /** What its 404 means, in the OpenAPI document; absent when the route has no 404 of its own. */
+  readonly notFound?: string;
+  /** What its 400 means, in the OpenAPI document, when more than a bad name, query, header or body. */
+  readonly badRequest?: string;
 }
 
 /**
- * Answered from the tenant graph by `run`; without one (has_permission and check, the hot
- * paths), by Answers itself: a prebuilt answer, or JSON written with no object per item
- * (http/handle/answers.ts).
+ * GET /api/has_permission, the hot path: answered from prebuilt bytes, its two names decoded in
+ * place and looked up without building a string (http/handle/api-handler.ts `#serveSpelled`).
  */
+export interface HasPermissionRoute extends RouteBase<'has_permission'> {
+  readonly kind: 'has_permission';
+}
+
+/** POST /api/check: many has_permission checks at one revision, written straight to JSON (no object per check). */
+export interface CheckRoute extends RouteBase<'check'> {
+  readonly kind: 'check';
+}
+
+/** A yes or no read from the tenant graph, counted in rbac_check_decisions_total (docs/operations.md §2). */
+export interface DecisionRoute extends RouteBase {
+  readonly kind: 'decision';
+  /** The answer; throws 404 when the route's role does not exist. */
+  decide(g: TenantGraph, p: readonly string[]): boolean;
+  /** The one field of the answer's data. */
+  readonly field: 'has_permission' | 'is_member';
+}
+
+/** Any other read answered from the tenant graph. */
 export interface ReadRoute extends RouteBase {
   readonly kind: 'read';
-  readonly run?: (g: TenantGraph, p: readonly string[], body: unknown) => unknown;
+  run(g: TenantGraph, p: readonly string[]): unknown;
 }
 
 /** A sorted list answered from the tenant graph, paged by name. */
@@ -47,7 +93,7 @@ export interface ListRoute extends RouteBase {
 export type ItemField = 'name' | 'user' | 'role';
 
 /** A change committed by the store, then applied to the graph. */
-export interface WriteRoute extends RouteBase {
+export interface WriteRoute extends RouteBase<Change['op']> {
   readonly kind: 'write';
   change(p: readonly string[], body: unknown): Change;
   /** The response data; `p` are the decoded path names. */
@@ -61,7 +107,7 @@ export interface LogRoute extends RouteBase {
 }
 
 /** POST /api/token: a signed token for the calling client key (docs/api.md §3). */
-export interface TokenRoute extends RouteBase {
+export interface TokenRoute extends RouteBase<'token.issue'> {
   readonly kind: 'token';
 }
 
@@ -72,31 +118,69 @@ export interface AuditRoute extends RouteBase {
 }
 
 /** Workflow schedules and runs, kept in the database (docs/api.md §6, §12). */
-export interface WorkflowRoute extends RouteBase {
+export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow.unschedule' | 'workflow.schedules' | 'workflow.runs'> {
   readonly kind: 'workflow';
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
 }
 
-export type Route = ReadRoute | ListRoute | WriteRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+export type Route = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+
+/** The routes answered from the tenant graph, in memory (once it is cached and recent enough). */
+export type GraphRoute = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute;
+
+/** Whether the route is answered from the tenant graph (not from the database, nor by a write). */
+export function isGraphRoute(route: Route): route is GraphRoute {
+  switch (route.kind) {
+    case 'has_permission':
+    case 'check':
+    case 'decision':
+    case 'read':
+    case 'list':
+      return true;
+    case 'write':
+    case 'log':
+    case 'token':
+    case 'audit':
+    case 'workflow':
+      return false;
+  }
+}
 
 /** Whether the route answers a list in pages (`?limit=`, `?cursor=`, `next_cursor`). */
 export function isPaged(route: Route): boolean {
-  return route.kind === 'list' || route.kind === 'log' || route.kind === 'audit' || (route.kind === 'workflow' && route.method === 'GET');
+  return route.kind === 'list' || route.kind === 'log' || route.kind === 'audit' || (route.kind === 'workflow' && accessOf(route) === 'read');
 }
 
 /** Whether a successful request's audit row commits in the store with what it changed (not after the answer). */
 export function auditCommitsWithChange(route: Route): boolean {
-  return route.kind === 'write' || (route.kind === 'workflow' && route.method !== 'GET');
+  return route.kind === 'write' || (route.kind === 'workflow' && accessOf(route) === 'write');
 }
 
+/** What a route asks of the caller's credential: see {@link accessOf}. */
+export type Access = 'read' | 'write' | 'key';
+
 /**
- * What a route asks of the caller's credential (docs/api.md §3): `read` for GET routes and
- * POST /api/check (any key or token), `write` for changes (a key or a write token), `key` for
+ * What a route asks of the caller's credential (docs/api.md §3): `read` for the reads, POST
+ * /api/check included (any key or token), `write` for changes (a key or a write token), `key` for
  * minting tokens (a client key only).
  */
-export function accessOf(route: Route): 'read' | 'write' | 'key' {
-  if (route.kind === 'token') return 'key';
-  return route.method === 'GET' || route.id === 'check' ? 'read' : 'write';
+export function accessOf(route: Route): Access {
+  switch (route.kind) {
+    case 'token':
+      return 'key';
+    case 'write':
+      return 'write';
+    case 'workflow':
+      return route.op === 'schedule' || route.op === 'unschedule' ? 'write' : 'read';
+    case 'has_permission':
+    case 'check':
+    case 'decision':
+    case 'read':
+    case 'list':
+    case 'log':
+    case 'audit':
+      return 'read';
+  }
 }
 
 /** The `action` of the route's audit rows: its change's op (`role.create` …), `token.issue`, `workflow.schedule`, `workflow.unschedule`, or `read`. */

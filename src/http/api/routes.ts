@@ -12,6 +12,9 @@ function known<T>(v: T | undefined, role: string): T {
 const p0 = (p: readonly string[]): string => p[0] as string;
 const p1 = (p: readonly string[]): string => p[1] as string;
 
+/** The 404 of the routes naming a role that must exist (all but its creation). */
+const ROLE_NOT_FOUND = 'Role (or grant, or membership) not found';
+
 /** The routes of the specification and the contract's additions (docs/api.md §6), workflows last. */
 export const ROUTES: readonly Route[] = [
   {
@@ -51,6 +54,7 @@ export const ROUTES: readonly Route[] = [
     message: 'Role deleted',
     data: 'roleDeleted',
     body: 'none',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Deletes a role with its grants and memberships',
     change: (p) => ({ op: 'role.delete', role: p0(p) }),
     result: (d) => ({
@@ -62,15 +66,17 @@ export const ROUTES: readonly Route[] = [
   },
   {
     id: 'permission.get',
-    kind: 'read',
+    kind: 'decision',
     method: 'GET',
     path: '/api/permission/{role}/{permission}',
     params: ['role', 'permission'],
     status: 200,
     message: 'OK',
     data: 'hasPermission',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Whether the role has the permission',
-    run: (g, p) => ({ has_permission: known(g.roleHasPermission(p0(p), p1(p)), p0(p)) }),
+    field: 'has_permission',
+    decide: (g, p) => known(g.roleHasPermission(p0(p), p1(p)), p0(p)),
   },
   {
     id: 'permission.grant',
@@ -82,6 +88,7 @@ export const ROUTES: readonly Route[] = [
     message: 'Permission granted',
     data: 'grant',
     body: 'none',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Grants the permission to the role',
     change: (p) => ({ op: 'permission.grant', role: p0(p), permission: p1(p) }),
     result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision }),
@@ -96,6 +103,7 @@ export const ROUTES: readonly Route[] = [
     message: 'Permission revoked',
     data: 'grant',
     body: 'none',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Revokes the permission from the role',
     change: (p) => ({ op: 'permission.revoke', role: p0(p), permission: p1(p) }),
     result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision }),
@@ -109,21 +117,24 @@ export const ROUTES: readonly Route[] = [
     status: 200,
     message: 'OK',
     data: 'names',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Permissions of the role',
     names: (g, p) => known(g.rolePermissions(p0(p)), p0(p)),
     items: 'name',
   },
   {
     id: 'membership.get',
-    kind: 'read',
+    kind: 'decision',
     method: 'GET',
     path: '/api/membership/{user}/{role}',
     params: ['user', 'role'],
     status: 200,
     message: 'OK',
     data: 'isMember',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Whether the user belongs to the role',
-    run: (g, p) => ({ is_member: known(g.isMember(p0(p), p1(p)), p1(p)) }),
+    field: 'is_member',
+    decide: (g, p) => known(g.isMember(p0(p), p1(p)), p1(p)),
   },
   {
     id: 'membership.add',
@@ -135,6 +146,7 @@ export const ROUTES: readonly Route[] = [
     message: 'Membership added',
     data: 'membership',
     body: 'none',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Adds the user to the role',
     change: (p) => ({ op: 'membership.add', user: p0(p), role: p1(p) }),
     result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision }),
@@ -149,6 +161,7 @@ export const ROUTES: readonly Route[] = [
     message: 'Membership removed',
     data: 'membership',
     body: 'none',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Removes the user from the role',
     change: (p) => ({ op: 'membership.remove', user: p0(p), role: p1(p) }),
     result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision }),
@@ -162,13 +175,14 @@ export const ROUTES: readonly Route[] = [
     status: 200,
     message: 'OK',
     data: 'users',
+    notFound: ROLE_NOT_FOUND,
     summary: 'Members of the role',
     names: (g, p) => known(g.members(p0(p)), p0(p)),
     items: 'user',
   },
   {
     id: 'has_permission',
-    kind: 'read',
+    kind: 'has_permission',
     method: 'GET',
     path: '/api/has_permission/{user}/{permission}',
     params: ['user', 'permission'],
@@ -298,7 +312,7 @@ export const ROUTES: readonly Route[] = [
   },
   {
     id: 'check',
-    kind: 'read',
+    kind: 'check',
     method: 'POST',
     path: '/api/check',
     params: [],
@@ -307,7 +321,6 @@ export const ROUTES: readonly Route[] = [
     data: 'check',
     body: 'check',
     summary: 'Many has_permission checks answered at one revision',
-    // Answered by Answers.checkBatch: a hot path written straight to JSON, no object per check.
   },
   ...WORKFLOW_ROUTES,
 ];

@@ -3,6 +3,9 @@ import type { ListRoute, ReadRoute, WorkflowRoute } from './route-types.ts';
 
 const first = (p: readonly string[]): string => p[0] as string;
 
+/** The 404 of the routes of one schedule. */
+const NO_SCHEDULE = 'The workflow has no schedule';
+
 /**
  * The workflow routes (docs/api.md §6): a workflow is a permission name. The two reads are
  * answered from the tenant graph like the other reads; schedules and runs live in the database
@@ -45,6 +48,7 @@ export const WORKFLOW_ROUTES: ReadonlyArray<ListRoute | ReadRoute | WorkflowRout
     message: 'Workflow scheduled',
     data: 'scheduled',
     body: 'schedule',
+    badRequest: 'Invalid name or body, or webhook host not in AUTH_WEBHOOK_ALLOWED_HOSTS',
     summary: 'Creates or replaces the schedule of the workflow; the first run follows at once. The webhook secret is shown only here',
   },
   {
@@ -70,6 +74,7 @@ export const WORKFLOW_ROUTES: ReadonlyArray<ListRoute | ReadRoute | WorkflowRout
     message: 'Workflow unscheduled',
     data: 'unscheduled',
     body: 'none',
+    notFound: NO_SCHEDULE,
     summary: 'Deletes the schedule of the workflow with its runs',
   },
   {
@@ -82,6 +87,7 @@ export const WORKFLOW_ROUTES: ReadonlyArray<ListRoute | ReadRoute | WorkflowRout
     status: 200,
     message: 'OK',
     data: 'runs',
+    notFound: NO_SCHEDULE,
     summary: "The schedule's runs, newest first, each with its webhook delivery",
   },
 ];

@@ -8,7 +8,7 @@ import { successPrefix, successTail } from '../reply/envelope.ts';
 import { checkResultsJson, nameItemsJson, type CheckItem } from '../reply/name-json.ts';
 import { TimestampedAnswer } from '../reply/prebuilt.ts';
 import type { Reply, TenantTarget } from '../reply/reply.ts';
-import type { AuditRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
+import type { AuditRoute, GraphRoute, HasPermissionRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
 import type { AuditEntry, AuditPosition } from '../../audit/record.ts';
 import { appError } from '../../errors/index.ts';
 import type { IssuedToken } from '../../crypto/tokens.ts';
@@ -55,35 +55,35 @@ export class Answers {
     >;
   }
 
-  /** Answers a read route from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */
-  read(t: TenantTarget, route: Route, g: TenantGraph, p: string[], query: Query, body: unknown): void {
-    if (route.id === 'has_permission') return this.hasPermission(t, route, g, g.check(p[0] as string, p[1] as string));
-    let text: string;
-    if (route.kind === 'list') {
-      text = this.#listPage(t, route, g, p, query.limit, query.cursor);
-    } else if (route.id === 'check') {
-      text = successPrefix(route.status, route.message) + this.#checkBatch(g, body) + successTail(undefined);
-    } else if (route.kind === 'read' && route.run !== undefined) {
-      const data = route.run(g, p, body);
-      this.#countDecisions(route.id, data);
-      text = successPrefix(route.status, route.message) + this.#serialize[route.data](data) + successTail(undefined);
-    } else {
-      throw new Error(`Answers.read called for ${route.id}`);
-    }
-    this.#reply.send(t, route.status, text, g.revision);
+  /** Answers a route read from `g`, uncorked (the caller corks outside the handler); throws AppError for 4xx. */
+  read(t: TenantTarget, route: GraphRoute, g: TenantGraph, p: string[], query: Query, body: unknown): void {
+    if (route.kind === 'has_permission') return this.hasPermission(t, route, g, g.check(p[0] as string, p[1] as string));
+    this.#reply.send(t, route.status, this.#fromGraph(t, route, g, p, query, body), g.revision);
   }
 
   /** has_permission's answer, `allowed` already decided from `g`. */
-  hasPermission(t: TenantTarget, route: Route, g: TenantGraph, allowed: boolean): void {
+  hasPermission(t: TenantTarget, route: HasPermissionRoute, g: TenantGraph, allowed: boolean): void {
     this.#metrics.decision(allowed);
     // Stamped with the time the handler took the request: a microsecond before now, one clock read fewer.
     this.#reply.send(t, route.status, (allowed ? this.#hasTrue : this.#hasFalse).at(t.startedAt), g.revision);
   }
 
-  /** The decisions in a read's answer (docs/operations.md §2 rbac_check_decisions_total). */
-  #countDecisions(routeId: string, data: unknown): void {
-    if (routeId === 'permission.get') this.#metrics.decision((data as { has_permission: boolean }).has_permission);
-    else if (routeId === 'membership.get') this.#metrics.decision((data as { is_member: boolean }).is_member);
+  /** The body of a read from `g`, by the route's kind. */
+  #fromGraph(t: TenantTarget, route: Exclude<GraphRoute, HasPermissionRoute>, g: TenantGraph, p: string[], query: Query, body: unknown): string {
+    switch (route.kind) {
+      case 'list':
+        return this.#listPage(t, route, g, p, query.limit, query.cursor);
+      case 'check':
+        return successPrefix(route.status, route.message) + this.#checkBatch(g, body) + successTail(undefined);
+      case 'decision': {
+        const allowed = route.decide(g, p);
+        // Counted in rbac_check_decisions_total (docs/operations.md §2), like has_permission's.
+        this.#metrics.decision(allowed);
+        return this.envelope(route, { [route.field]: allowed });
+      }
+      case 'read':
+        return this.envelope(route, route.run(g, p));
+    }
   }
 
   /** POST /api/check's data: every check answered from `g` at its revision and counted. */

@@ -1,50 +1,46 @@
-import type { TenantGraph } from '../../authz/graph.ts';
 import type { NameField } from '../../authz/names.ts';
-import { UNKNOWN_CLIENT, type TenantCache } from '../../cache/index.ts';
-import { AppError, appError } from '../../errors/index.ts';
+import { AppError } from '../../errors/index.ts';
 import type { Answers } from './answers.ts';
-import { AuditedRequest, type AuditSink } from './audited.ts';
 import type { BodyReader, BodyResult } from '../input/body.ts';
-import { CapturedRequest } from '../input/captured-request.ts';
 import type { Credentials, Principal } from '../input/credentials.ts';
-import type { Drain } from '../reply/drain.ts';
-import { peerAddress } from '../engine/peer-address.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { decodeName, SpelledName } from '../input/path-names.ts';
 import { NO_QUERY, parseQuery } from '../input/query.ts';
 import type { Reply, TenantTarget } from '../reply/reply.ts';
-import { accessOf, auditActionOf, auditCommitsWithChange, isPaged, type Route } from '../api/route-types.ts';
+import {
+  accessOf,
+  auditActionOf,
+  auditCommitsWithChange,
+  isGraphRoute,
+  isPaged,
+  type GraphRoute,
+  type HasPermissionRoute,
+  type Route,
+} from '../api/route-types.ts';
+import { scopeRefusal, type Gate, type Prelude, type Serve } from './prelude.ts';
 import type { SlowPath } from './slow-path.ts';
 import { seriesOf } from '../api/series.ts';
-import type { RequestMetrics } from '../../metrics/requests.ts';
 
 export interface ApiParts {
+  /** Who is asking, what they may do, the target and its audit draft, the graph: shared with AuthZEN. */
+  readonly prelude: Prelude;
   readonly credentials: Credentials;
-  readonly cache: TenantCache;
   readonly body: BodyReader;
   readonly answers: Answers;
   readonly reply: Reply;
   readonly slow: SlowPath;
-  readonly drain: Drain;
-  readonly audit: AuditSink;
-  /** AUTH_AUDIT_CHECKS: reads are audited too (writes always are). */
-  readonly auditReads: boolean;
-  readonly metrics: RequestMetrics;
 }
 
 /** What depends on the route alone, decided once. */
 interface RoutePlan {
   readonly route: Route;
-  readonly fromMemory: boolean;
+  readonly gate: Gate;
+  /** The route when it is answered from the tenant graph, in memory. */
+  readonly fromGraph: GraphRoute | undefined;
   readonly paged: boolean;
   readonly log: boolean;
   /** has_permission: its two names are decoded into buffers and looked up from there (`#serveSpelled`). */
-  readonly spelled: boolean;
-  readonly access: 'read' | 'write' | 'key';
-  /** The audit row's action, or undefined when requests of this route are not audited. */
-  readonly action: string | undefined;
-  /** Its metrics series. */
-  readonly series: number;
+  readonly spelled: HasPermissionRoute | undefined;
 }
 
 /** The engine handlers of the /api routes. */
@@ -59,22 +55,22 @@ export class ApiHandler {
   }
 
   forRoute(route: Route): Handler {
-    const access = accessOf(route);
-    const action = access !== 'read' || this.#p.auditReads ? auditActionOf(route) : undefined;
     const plan: RoutePlan = {
       route,
-      fromMemory: route.kind === 'read' || route.kind === 'list',
+      gate: this.#p.prelude.gate(seriesOf(route), accessOf(route), auditActionOf(route), auditCommitsWithChange(route), route.params.length),
+      fromGraph: isGraphRoute(route) ? route : undefined,
       paged: isPaged(route),
       log: route.kind === 'log',
-      spelled: route.id === 'has_permission',
-      access,
-      action,
-      series: seriesOf(route),
+      spelled: route.kind === 'has_permission' ? route : undefined,
     };
+    // A token seen for the first time: the body is read while it is verified, then served.
+    const early = (res: EngineResponse, req: EngineRequest): Promise<BodyResult> | undefined =>
+      route.body === undefined ? undefined : this.#p.body.read(res, req, route.body);
+    const serve: Serve<Promise<BodyResult> | undefined> = (res, req, principal, body) => this.#serve(plan, res, req, principal, body);
     return (res, req) => {
       const principal = this.#p.credentials.known(req.getHeader('authorization'));
       if (principal !== undefined) this.#serve(plan, res, req, principal, undefined);
-      else this.#unknownCredential(plan, res, req);
+      else this.#p.prelude.unknownCredential(plan.gate, res, req, early, serve);
     };
   }
 
@@ -86,13 +82,12 @@ export class ApiHandler {
    * token), else it is read here.
    */
   #serve(plan: RoutePlan, res: EngineResponse, req: EngineRequest, principal: Principal, body: Promise<BodyResult> | undefined): void {
-    const t = this.#p.reply.target(res, req, principal.tenant, plan.series);
-    if (plan.action !== undefined) t.audit = this.#audited(plan, t, req, principal);
-    if (plan.spelled && body === undefined && this.#serveSpelled(plan.route, t, req, principal)) return;
+    const t = this.#p.prelude.target(plan.gate, res, req, principal);
+    if (plan.spelled !== undefined && body === undefined && this.#serveSpelled(plan.spelled, t, req, principal)) return;
     const { route } = plan;
     const p: string[] = [];
     let query = NO_QUERY;
-    let failure = scopeRefusal(plan.access, principal);
+    let failure = scopeRefusal(plan.gate.access, principal);
     if (failure === undefined) {
       try {
         for (let i = 0; i < route.params.length; i++) p.push(decodeName(route.params[i] as NameField, req.getParameter(i) ?? ''));
@@ -104,10 +99,10 @@ export class ApiHandler {
     }
     if (failure === undefined && route.body !== undefined) body ??= this.#p.body.read(res, req, route.body);
     else body = undefined;
-    const g = this.#graphOf(principal);
-    if (plan.fromMemory && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
+    const g = this.#p.prelude.graphOf(principal);
+    if (plan.fromGraph !== undefined && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
       try {
-        this.#p.answers.read(t, route, g, p, query, undefined);
+        this.#p.answers.read(t, plan.fromGraph, g, p, query, undefined);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         this.#p.reply.error(t, err, g.revision);
@@ -123,57 +118,13 @@ export class ApiHandler {
    * a cached graph builds no string. False (nothing done but reading) when the request needs the
    * general way, which then reads it again and says what is wrong with it.
    */
-  #serveSpelled(route: Route, t: TenantTarget, req: EngineRequest, principal: Principal): boolean {
+  #serveSpelled(route: HasPermissionRoute, t: TenantTarget, req: EngineRequest, principal: Principal): boolean {
     const user = this.#user;
     const permission = this.#permission;
     if (!user.read(req.getParameter(0) ?? '') || !permission.read(req.getParameter(1) ?? '') || req.getHeader('x-authz-min-revision') !== '') return false;
-    const g = this.#graphOf(principal);
+    const g = this.#p.prelude.graphOf(principal);
     if (g !== undefined) this.#p.answers.hasPermission(t, route, g, g.checkSpelled(user, permission));
     else this.#p.slow.start(t, route, [user.text(), permission.text()], NO_QUERY, undefined, undefined, principal);
     return true;
   }
-
-  /** The principal's graph when cached (or the empty client's), counted as a hit, a miss or an unknown client. */
-  #graphOf(principal: Principal): TenantGraph | undefined {
-    const g = principal.neverWrote === true ? UNKNOWN_CLIENT : this.#p.cache.get(principal.tenant);
-    if (g === UNKNOWN_CLIENT) this.#p.metrics.unknownClient();
-    else this.#p.metrics.cache(g !== undefined);
-    return g;
-  }
-
-  /**
-   * No key and no token verified before: 401, unless the credential may be a token. Then the
-   * request is copied (and its body read) now, the token verified, and the request served.
-   */
-  #unknownCredential(plan: RoutePlan, res: EngineResponse, req: EngineRequest): void {
-    const header = req.getHeader('authorization');
-    if (!this.#p.credentials.mayBeToken(header)) return this.#unauthenticated(res, req, plan);
-    const captured = new CapturedRequest(req, plan.route.params.length);
-    const body = plan.route.body === undefined ? undefined : this.#p.body.read(res, req, plan.route.body);
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    const verified = this.#p.credentials.verify(header).then((principal) => {
-      if (aborted) return;
-      res.cork(() => (principal === undefined ? this.#unauthenticated(res, captured, plan) : this.#serve(plan, res, captured, principal, body)));
-    });
-    this.#p.drain.track(verified.catch((err: unknown) => this.#p.reply.crashed(res, err)));
-  }
-
-  #unauthenticated(res: EngineResponse, req: EngineRequest, plan: RoutePlan): void {
-    this.#p.reply.unauthenticated(res, req, plan.series);
-  }
-
-  #audited(plan: RoutePlan, t: TenantTarget, req: EngineRequest, principal: Principal): AuditedRequest {
-    const draft = { action: plan.action as string, resource: req.getUrl(), credential: principal.credential, requestId: t.requestId, ip: peerAddress(t.res) };
-    return new AuditedRequest(principal.tenant, draft, this.#p.audit, auditCommitsWithChange(plan.route));
-  }
-}
-
-/** The 403 of a credential whose scope does not allow the route (docs/api.md §3), else undefined. */
-function scopeRefusal(access: RoutePlan['access'], principal: Principal): AppError | undefined {
-  if (access === 'key' && principal.scope !== 'key') return appError('ERR_AUTH_TOKEN_CANNOT_MINT');
-  if (access === 'write' && principal.scope === 'read') return appError('ERR_AUTH_READ_SCOPE');
-  return undefined;
 }

@@ -4,21 +4,13 @@ import { pageAfter } from '../../authz/page.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { Pdp } from '../../authzen/decide.ts';
 import { parseRequest, type EvaluationRequest, type EvaluationsRequest, type SearchRequest } from '../../authzen/requests.ts';
-import { searchActions, searchResources, searchSubjects } from '../../authzen/search.ts';
 import { AppError, appError } from '../../errors/index.ts';
 import type { RequestMetrics } from '../../metrics/requests.ts';
 import type { Cursors } from '../input/cursor.ts';
-import type { AuthzenRoute } from '../api/authzen-routes.ts';
+import type { AuthzenRoute, SearchRoute } from '../api/authzen-routes.ts';
 
 /** A search page holds at most this many results, whatever the limit (docs/authzen.md). */
 const MAX_PAGE = 1000;
-
-type Search = (g: TenantGraph, pdp: Pdp, req: SearchRequest) => readonly string[];
-const SEARCHES: Partial<Record<AuthzenRoute['id'], Search>> = {
-  authzen_search_subject: searchSubjects,
-  authzen_search_resource: searchResources,
-  authzen_search_action: searchActions,
-};
 
 /**
  * The 200 bodies of the AuthZEN routes, from a validated request and a graph: decisions from
@@ -38,21 +30,20 @@ export class AuthzenAnswers {
 
   /** The body answering `value` (a JSON object) on `route`; throws a 400 AppError naming the field. */
   answer(route: AuthzenRoute, tenant: TenantId, g: TenantGraph, value: object): string {
-    if (route.id === 'authzen_evaluation') return this.#pdp.evaluation(g, parseRequest<EvaluationRequest>('evaluation', value), this.#count);
-    if (route.id === 'authzen_evaluations') {
+    if (route.kind === 'evaluation') return this.#pdp.evaluation(g, parseRequest<EvaluationRequest>('evaluation', value), this.#count);
+    if (route.kind === 'evaluations') {
       const req = parseRequest<EvaluationsRequest>('evaluations', value);
       const items = req.evaluations;
       // Without items the batch route is the single one (AuthZEN §7.1).
       if (items === undefined || items.length === 0) return this.#pdp.evaluation(g, parseRequest<EvaluationRequest>('evaluation', value), this.#count);
       return this.#pdp.evaluations(g, req, items, this.#count);
     }
-    const search = SEARCHES[route.id] as Search;
     const req = parseRequest<SearchRequest>(route.schema, value);
-    return this.#page(route, tenant, req, search(g, this.#pdp, req));
+    return this.#page(route, tenant, req, route.search(g, this.#pdp, req));
   }
 
   /** One page of a search's sorted results, after the token's last id. */
-  #page(route: AuthzenRoute, tenant: TenantId, req: SearchRequest, list: readonly string[]): string {
+  #page(route: SearchRoute, tenant: TenantId, req: SearchRequest, list: readonly string[]): string {
     const query = req as unknown as Record<string, unknown>;
     const bound = [stableStringify(route.bound.map((k) => query[k] ?? null))];
     let limit = req.page?.limit;
@@ -72,7 +63,7 @@ export class AuthzenAnswers {
   }
 
   /** The token's kept limit and last id; a 400 naming page.token when it is not this search's. */
-  #open(tenant: TenantId, route: AuthzenRoute, bound: readonly string[], token: string): { limit: number | undefined; after: string } {
+  #open(tenant: TenantId, route: SearchRoute, bound: readonly string[], token: string): { limit: number | undefined; after: string } {
     let opened: string;
     try {
       opened = this.#cursors.open(tenant, route.id, bound, token);
@@ -86,9 +77,9 @@ export class AuthzenAnswers {
   }
 
   /** The results of a page, written straight from the ids (no object per result). */
-  #results(route: AuthzenRoute, req: SearchRequest, ids: readonly string[]): string {
-    if (route.id === 'authzen_search_action') return ids.map((name) => `{"name":${JSON.stringify(name)}}`).join(',');
-    const type = JSON.stringify(route.id === 'authzen_search_subject' ? req.subject.type : req.resource.type);
+  #results(route: SearchRoute, req: SearchRequest, ids: readonly string[]): string {
+    if (route.finds === 'action') return ids.map((name) => `{"name":${JSON.stringify(name)}}`).join(',');
+    const type = JSON.stringify(route.finds === 'subject' ? req.subject.type : req.resource.type);
     return ids.map((id) => `{"type":${type},"id":${JSON.stringify(id)}}`).join(',');
   }
 }

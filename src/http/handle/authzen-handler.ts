@@ -1,21 +1,28 @@
 import type { TenantGraph } from '../../authz/graph.ts';
 import { jsonObjectOf } from '../../authzen/requests.ts';
+import type { TenantCache } from '../../cache/index.ts';
 import { AppError } from '../../errors/index.ts';
-import { AuditedRequest } from './audited.ts';
-import type { ApiParts } from './api-handler.ts';
 import type { AuthzenAnswers } from './authzen-answers.ts';
-import type { Collected } from '../input/body.ts';
-import { CapturedRequest } from '../input/captured-request.ts';
-import type { Principal } from '../input/credentials.ts';
-import { peerAddress } from '../engine/peer-address.ts';
+import type { BodyReader, Collected } from '../input/body.ts';
+import type { Credentials, Principal } from '../input/credentials.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { parseQuery } from '../input/query.ts';
-import { corked, type TenantTarget } from '../reply/reply.ts';
+import type { Drain } from '../reply/drain.ts';
+import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
 import type { AuthzenRoute } from '../api/authzen-routes.ts';
+import type { Gate, Prelude, Serve } from './prelude.ts';
+import type { SlowPath } from './slow-path.ts';
 
-/** What the AuthZEN routes share with /api (the same credentials, cache, reply, audit), with their own answers. */
-export interface AuthzenParts extends Omit<ApiParts, 'answers'> {
+/** What the AuthZEN routes share with /api (the same prelude, credentials, body reader, reply and slow path), with their own answers. */
+export interface AuthzenParts {
+  readonly prelude: Prelude;
+  readonly credentials: Credentials;
+  readonly cache: TenantCache;
+  readonly body: BodyReader;
   readonly answers: AuthzenAnswers;
+  readonly reply: Reply;
+  readonly slow: SlowPath;
+  readonly drain: Drain;
 }
 
 /** A request read and checked up to its graph: the JSON object to answer, or the error to answer with. */
@@ -36,41 +43,22 @@ export class AuthzenHandler {
   }
 
   forRoute(route: AuthzenRoute, series: number): Handler {
+    // Read only, never changed here: the audit rows (under AUTH_AUDIT_CHECKS) are `read`s recorded after the answer.
+    const gate = this.#p.prelude.gate(series, 'read', 'read', false, 0);
+    // A token seen for the first time: the body is read while it is verified, and kept past the
+    // data callback (copied out of the engine's memory).
+    const early = (res: EngineResponse, req: EngineRequest): Promise<Collected> =>
+      new Promise<Collected>((resolve) => this.#p.body.collect(res, req, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)));
+    const serve: Serve<Promise<Collected>> = (res, req, principal, body) => this.#serve(route, gate, res, req, principal, body);
     return (res, req) => {
-      const header = req.getHeader('authorization');
-      const principal = this.#p.credentials.known(header);
-      if (principal !== undefined) return this.#serve(route, series, res, req, principal, undefined);
-      if (!this.#p.credentials.mayBeToken(header)) return this.#p.reply.unauthenticated(res, req, series);
-      this.#verifyThenServe(route, series, res, req, header);
+      const principal = this.#p.credentials.known(req.getHeader('authorization'));
+      if (principal !== undefined) return this.#serve(route, gate, res, req, principal, undefined);
+      this.#p.prelude.unknownCredential(gate, res, req, early, serve);
     };
   }
 
-  /** A token seen for the first time: the body is read while its signature is checked. */
-  #verifyThenServe(route: AuthzenRoute, series: number, res: EngineResponse, req: EngineRequest, header: string): void {
-    const captured = new CapturedRequest(req, 0);
-    // Kept past the data callback: the bytes are copied out of the engine's memory.
-    const body = new Promise<Collected>((resolve) =>
-      this.#p.body.collect(res, req, (b) => resolve(b.error === undefined ? { bytes: Buffer.from(b.bytes) } : b)),
-    );
-    let aborted = false;
-    res.onAborted(() => {
-      aborted = true;
-    });
-    const verified = this.#p.credentials.verify(header).then((principal) => {
-      if (aborted) return;
-      res.cork(() =>
-        principal === undefined ? this.#p.reply.unauthenticated(res, captured, series) : this.#serve(route, series, res, captured, principal, body),
-      );
-    });
-    this.#p.drain.track(verified.catch((err: unknown) => this.#p.reply.crashed(res, err)));
-  }
-
-  #serve(route: AuthzenRoute, series: number, res: EngineResponse, req: EngineRequest, principal: Principal, pending: Promise<Collected> | undefined): void {
-    const t = this.#p.reply.target(res, req, principal.tenant, series);
-    if (this.#p.auditReads) {
-      const draft = { action: 'read', resource: req.getUrl(), credential: principal.credential, requestId: t.requestId, ip: peerAddress(res) };
-      t.audit = new AuditedRequest(principal.tenant, draft, this.#p.audit, false);
-    }
+  #serve(route: AuthzenRoute, gate: Gate, res: EngineResponse, req: EngineRequest, principal: Principal, pending: Promise<Collected> | undefined): void {
+    const t = this.#p.prelude.target(gate, res, req, principal);
     const contentType = req.getHeader('content-type');
     let headerError: AppError | undefined;
     let minRevision = 0;
@@ -86,7 +74,7 @@ export class AuthzenHandler {
     this.#p.drain.enter();
     const onBody = (body: Collected): void => {
       try {
-        this.#answer(route, t, prepare(body, contentType, headerError, minRevision));
+        this.#answer(route, t, principal, prepare(body, contentType, headerError, minRevision));
       } catch (err) {
         this.#p.reply.internal(t, err);
       } finally {
@@ -98,9 +86,8 @@ export class AuthzenHandler {
   }
 
   /** Answers from the cached graph at once when it is recent enough, else once it is loaded (or the wait fails). */
-  #answer(route: AuthzenRoute, t: TenantTarget, prepared: Prepared): void {
-    const g = this.#p.cache.get(t.tenant);
-    this.#p.metrics.cache(g !== undefined);
+  #answer(route: AuthzenRoute, t: TenantTarget, principal: Principal, prepared: Prepared): void {
+    const g = this.#p.prelude.graphOf(principal);
     if (g !== undefined && prepared.minRevision <= g.revision) return corked(t, () => this.#reply(route, t, g, prepared));
     const later = this.#p.slow.graphAtLeast(t, prepared.minRevision).then((loaded) => {
       if (loaded instanceof AppError) return corked(t, () => this.#p.reply.error(t, loaded, this.#p.cache.get(t.tenant)?.revision));

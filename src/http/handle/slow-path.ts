@@ -7,7 +7,7 @@ import type { BodyResult } from '../input/body.ts';
 import type { Drain } from '../reply/drain.ts';
 import type { Query } from '../input/query.ts';
 import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
-import type { AuditRoute, ListRoute, LogRoute, ReadRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
+import type { AuditRoute, GraphRoute, LogRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
 import type { WorkflowAnswers } from './workflow-answers.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
@@ -78,12 +78,20 @@ export class SlowPath {
       if (b.error !== undefined) return corked(t, () => this.#reply.error(t, b.error, this.#revisionOr(t, g), b.close));
       value = b.value;
     }
-    if (route.kind === 'write') return this.#write(t, route, p, value);
-    if (route.kind === 'log') return this.#changes(t, route, query, g);
-    if (route.kind === 'audit') return this.#auditPage(t, route, query, g);
-    if (route.kind === 'token') return this.#token(t, route, value, principal, g);
-    if (route.kind === 'workflow') return this.#workflow(t, route, p, query, value, g);
-    return this.#read(t, route, p, query, value, g);
+    switch (route.kind) {
+      case 'write':
+        return this.#write(t, route, p, value);
+      case 'log':
+        return this.#changes(t, route, query, g);
+      case 'audit':
+        return this.#auditPage(t, route, query, g);
+      case 'token':
+        return this.#token(t, route, value, principal, g);
+      case 'workflow':
+        return this.#workflow(t, route, p, query, value, g);
+      default:
+        return this.#read(t, route, p, query, value, g);
+    }
   }
 
   async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
@@ -121,7 +129,7 @@ export class SlowPath {
   }
 
   /** A read that needed a hydration or a newer revision (`X-Authz-Min-Revision`) first. */
-  async #read(t: TenantTarget, route: ReadRoute | ListRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
+  async #read(t: TenantTarget, route: GraphRoute, p: string[], query: Query, body: unknown, loaded: TenantGraph): Promise<void> {
     const g = await this.graphAtLeast(t, query.minRevision, loaded);
     if (g instanceof AppError) return corked(t, () => this.#reply.error(t, g, this.#revisionOr(t, loaded)));
     corked(t, () => {

@@ -148,13 +148,15 @@ export class RawResponse implements EngineResponse {
     return this;
   }
 
+  /** The body as bytes: a text in UTF-8, bytes as they are, both counted in Content-Length as sent. */
   end(body: string | Uint8Array): this {
-    this.#finish(`Content-Length: ${Buffer.byteLength(body)}\r\n`, typeof body === 'string' ? body : Buffer.from(body).toString('latin1'));
+    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    this.#finish(`Content-Length: ${bytes.byteLength}\r\n`, bytes);
     return this;
   }
 
   endWithoutBody(): this {
-    this.#finish('', '');
+    this.#finish('', undefined);
     return this;
   }
 
@@ -178,8 +180,10 @@ export class RawResponse implements EngineResponse {
     return asciiBuffer(this.#socket.remoteAddress ?? '');
   }
 
-  #finish(length: string, body: string): void {
+  /** The head (ASCII, as node:http would refuse anything else in it), then the body's bytes unchanged. */
+  #finish(length: string, body: Uint8Array | undefined): void {
     if (!this.#socket.writable) return;
-    this.#socket.end(`HTTP/1.1 ${this.#status}\r\n${this.#head}${length}Connection: close\r\n\r\n${body}`);
+    const head = Buffer.from(`HTTP/1.1 ${this.#status}\r\n${this.#head}${length}Connection: close\r\n\r\n`, 'latin1');
+    this.#socket.end(body === undefined || body.byteLength === 0 ? head : Buffer.concat([head, body]));
   }
 }
