@@ -64,7 +64,7 @@ const files = [
   'tests/unit/imports.test.ts',
   'tests/unit/run-list.test.ts',
   'tests/unit/store/transient.test.ts',
-  'tests/unit/store/passing.test.ts',
+  'tests/unit/store/delegating.test.ts',
   'tests/unit/worker/write-pipeline.test.ts',
   'tests/unit/worker/ipc.test.ts',
   'tests/unit/primary/hub.test.ts',

@@ -2,7 +2,7 @@ import type { Snapshot } from './changes.ts';
 import type { PermId, RoleId, UserId } from './ids.ts';
 import { Adjacency, type AdjacencyState } from './adjacency.ts';
 import { NameTable, type NameTableState } from './name-table.ts';
-import { buildFromSnapshot, type GraphParts } from './snapshot-build.ts';
+import { buildFromRows, buildFromSnapshot, type GraphParts, type TenantRows } from './snapshot-build.ts';
 
 /**
  * A tenant's graph as plain buffers and counters: built where the rows were read (a pool thread),
@@ -21,7 +21,12 @@ export interface GraphImage {
   readonly descriptions: ReadonlyArray<string | undefined>;
 }
 
-/** The image of the graph a snapshot's rows make: what a store's `loadGraph` answers. */
+/** The image of the graph a tenant's rows make: what a store's `loadGraph` answers. */
+export function imageOfRows(rows: TenantRows): GraphImage {
+  return imageOf(rows.revision, buildFromRows(rows.roles, rows.grants, rows.memberships));
+}
+
+/** The image of the graph a snapshot makes. */
 export function imageOfSnapshot(s: Snapshot): GraphImage {
   return imageOf(s.revision, buildFromSnapshot(s));
 }

@@ -1,10 +1,11 @@
 import { extname } from 'node:path';
 import { Piscina } from 'piscina';
 import { fromWire } from '../errors/index.ts';
-import type { Store, StoreMethod } from '../store/port.ts';
+import type { StoreAnswer, StoreArgs } from '../store/calls.ts';
+import type { StoreMethod } from '../store/port.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
 import { storeFailure } from '../store/transient.ts';
-import { PassingStore } from '../store/wrappers/passing.ts';
+import { DelegatingStore } from '../store/wrappers/delegating.ts';
 import type { Task, TaskReply } from './protocol.ts';
 
 /**
@@ -14,7 +15,7 @@ import type { Task, TaskReply } from './protocol.ts';
  * transaction and one fsync; on PostgreSQL each write stays its own transaction. Every store call
  * is one task, `{ method, args }`, run by the method's name in the thread (tasks/store-task.ts).
  */
-export class PooledStore extends PassingStore implements Store {
+export class PooledStore extends DelegatingStore {
   readonly #pool: Piscina;
   /** Write batches that may run at once: 1 on SQLite (one writer anyway), one per connection on PostgreSQL. */
   readonly writeSlots: number;
@@ -55,8 +56,8 @@ export class PooledStore extends PassingStore implements Store {
     return { total: this.#connections, idle: Math.max(0, this.#connections - this.#running), waiting: this.#pool.queueSize };
   }
 
-  protected async pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
-    const task: Task = { method, args } as Task;
+  protected async call<K extends StoreMethod>(method: K, args: StoreArgs<K>): Promise<StoreAnswer<K>> {
+    const task: Task<K> = { method, args };
     let reply: TaskReply;
     this.#running++;
     try {
@@ -69,10 +70,11 @@ export class PooledStore extends PassingStore implements Store {
       this.#running--;
     }
     if (!reply.ok) throw fromWire(reply.error);
-    return asBuffer(reply.value);
+    // What the thread's store answered, as structured clone carried it back.
+    return asBuffer(reply.value) as StoreAnswer<K>;
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     await this.#pool.destroy();
   }
 }

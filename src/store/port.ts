@@ -12,18 +12,19 @@ export type { AuditPosition } from '../audit/record.ts';
 /*
  * The store ports, by role. Each adapter (SQLite, PostgreSQL) implements every role, one file
  * per role (`tenant.ts`, `audit.ts`, `workflow.ts`; Meta in its `index.ts`, which composes
- * them); a wrapper (store/wrappers/) overrides only the role it changes; the pool carries every
- * method to its threads by name (see STORE_METHODS). So a new method is written in this file and
- * in one role file of each adapter, and nowhere else. Failures (the database is unreachable, a
- * bug) are thrown.
+ * them, see composed.ts); a wrapper (store/wrappers/) overrides only the calls it changes; the
+ * pool carries every call to its threads by name (calls.ts). A new method is written in this
+ * file, in one role file of each adapter, and once in each of composed.ts, calls.ts and
+ * wrappers/delegating.ts, which the compiler holds to the ports. Failures (the database is
+ * unreachable, a bug) are thrown.
  */
 
 /** A tenant's graph: its state, revisions and changelog, and the writes that move it. */
 export interface TenantStore {
   /**
-   * Everything the tenant holds, read in one transaction (revision 0 and empty when unknown).
-   * Memberships come by user then role, in the database's key order: the graph interns a user
-   * once for all its rows, and needs no sort when that order is code-point order.
+   * Everything the tenant holds, read in one transaction (revision 0 and empty when unknown):
+   * the same read as {@link loadGraph}'s, as rows. Memberships come by user then role, in code
+   * point order.
    */
   load(tenant: TenantId): Promise<Snapshot>;
   /**
@@ -104,43 +105,12 @@ export interface StoreRoles {
 }
 
 /**
- * The names of {@link StoreCalls}, by role: what the pool carries to its threads and a wrapper
- * passes on. The compiler holds it equal to the ports (below), so a method added to a port is
- * listed here or nothing builds.
- */
-export const STORE_METHODS = {
-  tenant: ['load', 'loadGraph', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany'],
-  audit: ['appendAudit', 'audit', 'pruneAudit'],
-  workflow: [
-    'putSchedule',
-    'deleteSchedule',
-    'schedules',
-    'runs',
-    'takeLease',
-    'releaseLease',
-    'dueSchedules',
-    'runSchedule',
-    'claimDeliveries',
-    'recordDelivery',
-  ],
-  meta: ['ping', 'cursorSecret', 'claimEncryption'],
-} as const satisfies { readonly [R in keyof StoreRoles]: ReadonlyArray<keyof StoreRoles[R]> };
-
-type Listed = (typeof STORE_METHODS)[keyof typeof STORE_METHODS][number];
-/** True only when every method of the ports is listed (the other way round is `satisfies` above). */
-const LISTED_ALL: [StoreMethod] extends [Listed] ? true : never = true;
-void LISTED_ALL;
-
-/**
  * The buffers a store method's value may give up to the thread that asked, rather than have them
  * copied (a graph image's: a hydration's whole graph); undefined for a value to copy.
  */
 export function movableBuffers(value: unknown): ArrayBuffer[] | undefined {
   return isGraphImage(value) ? buffersOf(value) : undefined;
 }
-
-/** Every name of {@link STORE_METHODS}. */
-export const ALL_STORE_METHODS: readonly StoreMethod[] = Object.values(STORE_METHODS).flat();
 
 /** What {@link TenantStore.tenantsSince} answers. */
 export interface CreatedTenants {

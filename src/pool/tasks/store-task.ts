@@ -6,17 +6,15 @@ import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
 import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
 import type { StoreSettings } from '../../store/settings.ts';
-import { ALL_STORE_METHODS, movableBuffers, type Store } from '../../store/port.ts';
+import { callOf, isStoreMethod } from '../../store/calls.ts';
+import { movableBuffers, type Store, type StoreMethod } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
 import { EncryptedStore } from '../../store/wrappers/encrypted.ts';
-import { callOf } from '../../store/wrappers/passing.ts';
 import type { Task, TaskReply } from '../protocol.ts';
 
-const METHODS: ReadonlySet<string> = new Set(ALL_STORE_METHODS);
-
 /** Runs a task: the store's method of the task's name, with its arguments. */
-function run(store: Store, task: Task): Promise<unknown> {
-  if (!METHODS.has(task.method)) throw new Error(`no store method ${String(task.method)}`);
+function run<K extends StoreMethod>(store: Store, task: Task<K>): Promise<unknown> {
+  if (!isStoreMethod(task.method)) throw new Error(`no store method ${String(task.method)}`);
   return callOf(store, task.method, task.args);
 }
 

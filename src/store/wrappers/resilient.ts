@@ -1,7 +1,8 @@
 import { AppError, errorMessage, fromWire } from '../../errors/index.ts';
+import { callOf, type StoreAnswer, type StoreArgs } from '../calls.ts';
 import type { PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import { callOf, PassingStore } from './passing.ts';
+import { DelegatingStore } from './delegating.ts';
 import { backoffMs, withRetry, type RetryPolicy } from './retry.ts';
 import { sleep, systemClock, type Clock } from '../../time/clock.ts';
 
@@ -35,7 +36,7 @@ export class CircuitOpenError extends AppError {
  * at once with 503, so requests for uncached tenants and writes do not queue behind a dead
  * database; cached tenants are answered from memory without coming here.
  */
-export class ResilientStore extends PassingStore implements Store {
+export class ResilientStore extends DelegatingStore {
   readonly #inner: Store;
   readonly #breaker: CircuitBreaker;
   readonly #retry: RetryPolicy;
@@ -148,11 +149,11 @@ export class ResilientStore extends PassingStore implements Store {
    * never ERR_STORE_COMMIT_UNKNOWN; a workflow run or claim repeated after such a failure finds
    * the schedule or delivery as it was.
    */
-  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
+  protected call<K extends StoreMethod>(method: K, args: StoreArgs<K>): Promise<StoreAnswer<K>> {
     return this.#call(() => callOf(this.#inner, method, args));
   }
 
-  close(): Promise<void> {
+  override close(): Promise<void> {
     return this.#inner.close();
   }
 }

@@ -252,7 +252,7 @@ export function writesCases(topic: StoreTopic): void {
     assert.deepEqual(created, DESCRIPTIONS);
   });
 
-  it('loadGraph builds the graph that load holds: the rows a hydration reads its own way', async () => {
+  it('loadGraph builds the graph that load holds: one read, as buffers and as rows', async () => {
     const t = tenant();
     const unknown = TenantGraph.fromImage(await topic.store.loadGraph(tenant()));
     assert.deepEqual([unknown.revision, unknown.roles()], [0, []]);
