@@ -53,6 +53,7 @@ const files = [
   'tests/unit/log/logger.test.ts',
   'tests/regressions/credentials-lru.test.ts',
   'tests/regressions/exit-before-disconnect.test.ts',
+  'tests/regressions/write-without-hydration.test.ts',
   'tests/unit/cache/reorder.test.ts',
   'tests/unit/cache/client-index.test.ts',
   'tests/ops/config.test.ts',

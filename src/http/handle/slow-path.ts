@@ -70,6 +70,7 @@ export class SlowPath {
     body: Promise<BodyResult> | undefined,
     principal: Principal,
   ): Promise<void> {
+    if (route.kind === 'write') return this.#writeAnswer(t, route, p, failure, body);
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));
     let value: unknown;
@@ -78,12 +79,32 @@ export class SlowPath {
       if (b.error !== undefined) return corked(t, () => this.#reply.error(t, b.error, this.#revisionOr(t, g), b.close));
       value = b.value;
     }
-    if (route.kind === 'write') return this.#write(t, route, p, value);
     if (route.kind === 'log') return this.#changes(t, route, query, g);
     if (route.kind === 'audit') return this.#auditPage(t, route, query, g);
     if (route.kind === 'token') return this.#token(t, route, value, principal, g);
     if (route.kind === 'workflow') return this.#workflow(t, route, p, query, value, g);
     return this.#read(t, route, p, query, value, g);
+  }
+
+  /**
+   * A write hydrates nothing first: its outcome carries the revision. A refusal before it (a bad
+   * body) reads the revision alone, from the cached graph or else the database.
+   */
+  async #writeAnswer(t: TenantTarget, route: WriteRoute, p: string[], failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+    if (failure !== undefined) {
+      const revision = await this.#revisionNow(t.tenant);
+      return corked(t, () => this.#reply.error(t, failure, revision));
+    }
+    let value: unknown;
+    if (body !== undefined) {
+      const b = await body;
+      if (b.error !== undefined) {
+        const revision = await this.#revisionNow(t.tenant);
+        return corked(t, () => this.#reply.error(t, b.error, revision, b.close));
+      }
+      value = b.value;
+    }
+    return this.#write(t, route, p, value);
   }
 
   async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
@@ -164,6 +185,11 @@ export class SlowPath {
   #failed(t: TenantTarget, err: unknown): void {
     if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#reply.error(t, err, this.#cache.get(t.tenant)?.revision));
     this.#reply.internal(t, err);
+  }
+
+  /** The revision of the tenant's cached graph, else the database's (no hydration). */
+  async #revisionNow(tenant: TenantId): Promise<number> {
+    return this.#cache.get(tenant)?.revision ?? (await this.#backend.revision(tenant));
   }
 
   /** The revision of the tenant's cached graph now, else of the one this request loaded. */
