@@ -6,7 +6,7 @@ import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
-export type { ScheduleInput, WorkflowStore } from '../workflow/records.ts';
+export type { RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
 export type { AuditPosition } from '../audit/record.ts';
 
 /*

@@ -63,7 +63,7 @@ export class ResilientStore extends DelegatingStore {
    * Whether the circuit is open: true while calls are refused at once without asking the
    * database (then /ready reports the database missing), false while closed or half-open.
    */
-  get open(): boolean {
+  get circuitOpen(): boolean {
     return this.#breaker.state === 'open';
   }
 
@@ -92,43 +92,11 @@ export class ResilientStore extends DelegatingStore {
   }
 
   /**
-   * A batch of writes through the breaker. A batch that failed before committing is tried again
-   * whole; a write of it that failed before committing while the others went in is tried again
-   * with the other such writes, in the order given; each at most the policy's attempts.
+   * A batch of writes through the breaker, tried once: refused at once while the circuit is open;
+   * a database failure counts against it. Its caller retries (the write pipeline: see
+   * {@link mayRetryWrite}), so that no backoff waits where the caller holds a commit slot.
    */
   override async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    const results: Array<WriteSettled | undefined> = writes.map(() => undefined);
-    let pending = writes.map((_, i) => i);
-    for (let attempt = 1; pending.length > 0; attempt++) {
-      // Judged after each call: the call may have opened the circuit.
-      const mayRetry = (): boolean => attempt < this.#retry.attempts && this.#breaker.state !== 'open';
-      let settled: WriteSettled[];
-      try {
-        settled = await this.#guardedBatch(pending.map((i) => writes[i] as PendingWrite));
-      } catch (err) {
-        if (!mayRetry() || !retryable(err)) throw err;
-        this.#onRetry();
-        await sleep(this.#clock, backoffMs(this.#retry, attempt));
-        continue;
-      }
-      const again = mayRetry();
-      const retry: number[] = [];
-      settled.forEach((s, k) => {
-        const i = pending[k] as number;
-        if (again && !s.ok && fromWire(s.error).retryable) retry.push(i);
-        else results[i] = s;
-      });
-      pending = retry;
-      if (retry.length > 0) {
-        this.#onRetry();
-        await sleep(this.#clock, backoffMs(this.#retry, attempt));
-      }
-    }
-    return results as WriteSettled[];
-  }
-
-  /** One batch call: refused at once while the circuit is open; a database failure counts against it. */
-  async #guardedBatch(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     if (!this.#breaker.tryAcquire()) throw new CircuitOpenError(this.#breaker.retryAfterMs);
     let settled: WriteSettled[];
     try {
@@ -141,6 +109,21 @@ export class ResilientStore extends DelegatingStore {
     if (settled.some((s) => !s.ok && databaseDown(fromWire(s.error)))) this.#breaker.failure();
     else this.#breaker.success();
     return settled;
+  }
+
+  /**
+   * Whether a write whose attempt number `attempt` (1 for the first) failed with `err` may be
+   * tried again: the failure says nothing committed, the policy has attempts left, and the
+   * circuit is not open (judged now: the failed call may have opened it).
+   */
+  mayRetryWrite(err: unknown, attempt: number): boolean {
+    return retryable(err) && attempt < this.#retry.attempts && this.#breaker.state !== 'open';
+  }
+
+  /** Waits the backoff after attempt number `attempt` of a batch of writes, counted as a retry. */
+  retryWait(attempt: number): Promise<void> {
+    this.#onRetry();
+    return sleep(this.#clock, backoffMs(this.#retry, attempt));
   }
 
   /**
