@@ -43,6 +43,7 @@ const files = [
   'tests/unit/authz/names.test.ts',
   'tests/unit/authz/grouped-memberships.test.ts',
   'tests/unit/errors/catalogue.test.ts',
+  'tests/unit/time/timestamps.test.ts',
   'tests/unit/config/load.test.ts',
   'tests/unit/config/cpus.test.ts',
   'tests/unit/http/router.test.ts',

@@ -18,6 +18,7 @@ import type { Store } from '../../../src/store/port.ts';
 import { prepared } from '../../../src/store/sqlite/prepared.ts';
 import { randomTenant } from '../../helpers/tenants.ts';
 import { TenantGraph } from '../../../src/authz/graph.ts';
+import { graphOfSnapshot } from '../../helpers/graphs.ts';
 
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -78,7 +79,7 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
   assert.deepEqual(await pooled.load(tenant), await direct.load(tenant));
   // The graph built in the thread arrives as its buffers, moved: the same graph as built here.
   const moved = TenantGraph.fromImage(await pooled.loadGraph(tenant));
-  const here = TenantGraph.fromSnapshot(await direct.load(tenant));
+  const here = graphOfSnapshot(await direct.load(tenant));
   assert.equal(moved.revision, here.revision);
   assert.equal(moved.estimatedBytes, here.estimatedBytes);
   assert.deepEqual(moved.members('ops'), ['alice', 'bob']);
