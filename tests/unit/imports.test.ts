@@ -34,7 +34,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   invalidation: ['authz', 'log'],
   log: [],
   metrics: ['log'],
-  pool: ['crypto', 'errors', 'store'], // the thread hop names no domain type: tasks are store methods by name
+  pool: ['crypto', 'errors', 'log', 'store'], // the thread hop names no domain type: tasks are store methods by name
   ipc: ['invalidation', 'metrics'], // the primary ↔ worker messages, owned by neither side: see NARROW
   primary: ['config', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'time', 'workflow'], // pool, store: the scheduler's own store; time: its clock
   store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time', 'workflow'],

@@ -4,6 +4,7 @@ import { setPriority } from 'node:os';
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
+import { createLogger } from '../../log/index.ts';
 import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
 import type { StoreSettings } from '../../store/settings.ts';
 import { callOf, isStoreMethod } from '../../store/calls.ts';
@@ -71,8 +72,12 @@ export function storeTask<S extends StoreSettings>(open: (settings: S) => Store)
   if ((workerData as StoreSettings).background === true) {
     try {
       setPriority(0, BACKGROUND_NICE);
-    } catch {
-      // Not permitted here (some sandboxes): the thread runs at normal priority.
+    } catch (err) {
+      // Not permitted here (a sandbox's system call filter): the thread runs at normal priority, and says so.
+      createLogger('warn', { role: 'store-thread' }).warn('store thread could not lower its CPU priority; it runs at normal priority', {
+        nice: BACKGROUND_NICE,
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   }
   return async (task) => {
