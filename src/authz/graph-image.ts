@@ -2,7 +2,7 @@ import type { Snapshot } from './changes.ts';
 import type { PermId, RoleId, UserId } from './ids.ts';
 import { Adjacency, type AdjacencyState } from './adjacency.ts';
 import { NameTable, type NameTableState } from './name-table.ts';
-import { buildFromSnapshot, type AdoptedParts, type GraphParts } from './snapshot-build.ts';
+import { buildFromRows, buildFromSnapshot, type AdoptedParts, type GraphParts, type TenantRows } from './snapshot-build.ts';
 
 /**
  * A tenant's graph as one buffer and a few numbers: built where the rows were read (a pool
@@ -26,7 +26,12 @@ export interface GraphImage {
 
 type Packed = Uint8Array | Uint16Array | Uint32Array | Int32Array;
 
-/** The image of the graph a snapshot's rows make: what a store's `loadGraph` answers. */
+/** The image of the graph a tenant's rows make: what a store's `loadGraph` answers. */
+export function imageOfRows(rows: TenantRows): GraphImage {
+  return imageOf(rows.revision, buildFromRows(rows.roles, rows.grants, rows.memberships));
+}
+
+/** The image of the graph a snapshot makes. */
 export function imageOfSnapshot(s: Snapshot): GraphImage {
   return imageOf(s.revision, buildFromSnapshot(s));
 }

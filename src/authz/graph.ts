@@ -1,5 +1,5 @@
 import type { PermId, RoleId, UserId } from './ids.ts';
-import type { Change, Snapshot } from './changes.ts';
+import type { Change } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable, Spelling } from './name-table.ts';
 import { partsOf, type GraphImage } from './graph-image.ts';
@@ -7,7 +7,7 @@ import { estimatedBytes } from './estimate.ts';
 import { ListMemo } from './list-memo.ts';
 import { holdersOf, memberPosition, namesOf } from './members.ts';
 import { knownResourceIds } from './resources.ts';
-import { buildFromSnapshot, emptyParts, membersByRole, rolesByPermission, type AdoptedParts } from './snapshot-build.ts';
+import { emptyParts, membersByRole, rolesByPermission, type AdoptedParts } from './snapshot-build.ts';
 
 /** Result of applying a change: `applied`, or why it was not. */
 export type ApplyResult = 'applied' | 'stale' | 'gap';
@@ -41,7 +41,7 @@ export class TenantGraph {
   /** Per resource type, its known ids: kept until a permission appears or disappears. */
   readonly #resourceLists = new ListMemo<string>();
 
-  /** An empty graph at `revision`, or one over `parts` already built (see {@link buildFromSnapshot}). */
+  /** An empty graph at `revision`, or one over `parts` already built (see snapshot-build.ts). */
   constructor(revision = 0, parts: AdoptedParts = emptyParts()) {
     this.#revision = revision;
     this.#userNames = parts.userNames;
@@ -65,10 +65,6 @@ export class TenantGraph {
   /** The graph over an image's buffers, as a pool thread built it (no copy, no rebuild). */
   static fromImage(image: GraphImage): TenantGraph {
     return new TenantGraph(image.revision, partsOf(image));
-  }
-
-  static fromSnapshot(s: Snapshot): TenantGraph {
-    return new TenantGraph(s.revision, buildFromSnapshot(s));
   }
 
   /** The revision this graph reflects. */
@@ -205,10 +201,6 @@ export class TenantGraph {
     // Empty answers (unknown ids, any string) are cheap to rebuild: only real ones are kept.
     if (list.length > 0) this.#memo.set(memoKey, list);
     return list;
-  }
-
-  hasRole(role: string): boolean {
-    return this.#roleNames.id(role) !== undefined;
   }
 
   /** Whether the role has the permission; undefined when the role does not exist. */

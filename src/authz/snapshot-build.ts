@@ -41,6 +41,28 @@ export function emptyParts(): GraphParts {
 /** Visits every membership as (user, role), a user's rows one after another where the source can. */
 export type Memberships = (visit: (user: string, role: string) => void) => void;
 
+/**
+ * A tenant's rows as its store's one hydration read gives them: roles and grants as pairs,
+ * memberships as the database aggregates them (see {@link groupedMemberships}).
+ */
+export interface TenantRows {
+  readonly revision: number;
+  readonly roles: Snapshot['roles'];
+  readonly grants: Snapshot['grants'];
+  readonly memberships: Memberships;
+}
+
+/** The rows of a tenant the database does not know: revision 0, nothing in it. */
+export const NO_ROWS: TenantRows = { revision: 0, roles: [], grants: [], memberships: () => undefined };
+
+/** The rows as a {@link Snapshot}: memberships one pair each, by user then role in code point order. */
+export function snapshotOfRows(rows: TenantRows): Snapshot {
+  const memberships: Array<readonly [string, string]> = [];
+  rows.memberships((user, role) => memberships.push([user, role]));
+  memberships.sort(([u1, r1], [u2, r2]) => (u1 < u2 ? -1 : u1 > u2 ? 1 : r1 < r2 ? -1 : r1 > r2 ? 1 : 0));
+  return { revision: rows.revision, roles: rows.roles, grants: rows.grants, memberships };
+}
+
 /** The parts of a snapshot's graph (see {@link buildFromRows}). */
 export function buildFromSnapshot(s: Snapshot): GraphParts {
   return buildFromRows(s.roles, s.grants, (visit) => {

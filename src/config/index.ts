@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
+import { WebhookHosts } from '../workflow/allowed-hosts.ts';
 import { usableCpus } from './cpus.ts';
 import { shownValue } from './redact.ts';
-import { configSchema, type Config, type ConfigKey } from './schema.ts';
+import { configSchema, type Config, type ConfigKey, type SchemaValues } from './schema.ts';
 
 export type { Config } from './schema.ts';
 export { redactedConfig } from './redact.ts';
@@ -17,13 +18,16 @@ export class ConfigError extends Error {
 }
 
 type PropSchema = {
-  type: string;
-  enum?: readonly string[];
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  pattern?: string;
+  readonly type: string;
+  readonly enum?: readonly string[];
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly minLength?: number;
+  readonly pattern?: string;
 };
+
+/** Every property's schema, as the messages read it. */
+const PROPS: { readonly [K in ConfigKey]: PropSchema } = configSchema.properties;
 
 /** What a property allows, in words, for the error line. */
 function allowed(p: PropSchema): string {
@@ -48,22 +52,16 @@ function parseValue(raw: unknown, p: PropSchema): unknown {
 }
 
 /**
- * AUTH_WEBHOOK_ALLOWED_HOSTS: comma-separated host names, IPv4 addresses or bracketed IPv6
- * addresses, each optionally with `:port`. A typo here would silently refuse every webhook, so
- * the shape is checked at start-up.
+ * AUTH_WEBHOOK_ALLOWED_HOSTS, read by the rule the webhooks are checked with
+ * (workflow/allowed-hosts.ts). That rule lets an entry that is no host allow nothing; here, where
+ * a typo would silently refuse every webhook, such an entry stops the start.
  */
 function checkWebhookHosts(cfg: Config): void {
   const list = cfg.AUTH_WEBHOOK_ALLOWED_HOSTS;
-  if (list === undefined) return;
-  const entry = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-  for (const host of list.split(',')) {
-    const port = /:(\d+)$/.exec(host.trim())?.[1];
-    if (!entry.test(host.trim()) || (port !== undefined && (Number(port) < 1 || Number(port) > 65535))) {
-      throw new ConfigError(
-        `AUTH_WEBHOOK_ALLOWED_HOSTS=${JSON.stringify(list)} is invalid: allowed is a comma-separated list of host names or addresses, each optionally with :port (like hooks.example.com,10.0.0.7:8443)`,
-      );
-    }
-  }
+  if (list === undefined || WebhookHosts.parse(list).rejected.length === 0) return;
+  throw new ConfigError(
+    `AUTH_WEBHOOK_ALLOWED_HOSTS=${JSON.stringify(list)} is invalid: allowed is a comma-separated list of host names or addresses, each optionally with :port (like hooks.example.com,10.0.0.7:8443)`,
+  );
 }
 
 /**
@@ -105,8 +103,12 @@ function isPdpIdentifier(base: string): boolean {
   }
 }
 
+function isConfigKey(key: string): key is ConfigKey {
+  return Object.hasOwn(PROPS, key);
+}
+
 /** The settings of `config/<NODE_ENV>.json`, or none when the file does not exist. */
-function readConfigFile(file: string, props: Record<ConfigKey, PropSchema>): Record<string, unknown> {
+function readConfigFile(file: string): Record<string, unknown> {
   if (!existsSync(file)) return {};
   let fromFile: unknown;
   try {
@@ -118,9 +120,17 @@ function readConfigFile(file: string, props: Record<ConfigKey, PropSchema>): Rec
     throw new ConfigError(`${file} must hold a JSON object of AUTH_* settings`);
   }
   for (const k of Object.keys(fromFile)) {
-    if (!(k in props)) throw new ConfigError(`${file}: unknown setting ${k}`);
+    if (!isConfigKey(k)) throw new ConfigError(`${file}: unknown setting ${k}`);
   }
   return fromFile as Record<string, unknown>;
+}
+
+/** The settings with the database's union settled: PostgreSQL needs its URL. */
+function withDatabase(values: SchemaValues & { readonly AUTH_WORKERS: number }): Config {
+  if (values.AUTH_DATABASE_TYPE === 'sqlite') return { ...values, AUTH_DATABASE_TYPE: 'sqlite' };
+  const url = values.AUTH_POSTGRESQL_URL;
+  if (url === undefined) throw new ConfigError('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
+  return { ...values, AUTH_DATABASE_TYPE: 'postgresql', AUTH_POSTGRESQL_URL: url };
 }
 
 /**
@@ -129,36 +139,31 @@ function readConfigFile(file: string, props: Record<ConfigKey, PropSchema>): Rec
  * result. Throws {@link ConfigError} naming the first bad variable.
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
-  const props = configSchema.properties as unknown as Record<ConfigKey, PropSchema>;
   const merged: Record<string, unknown> = {};
   const file = join(cwd, 'config', `${env.NODE_ENV ?? 'production'}.json`);
-  for (const [k, v] of Object.entries(readConfigFile(file, props))) {
+  for (const [k, v] of Object.entries(readConfigFile(file))) {
     merged[k] = v;
   }
-  for (const key of Object.keys(props) as ConfigKey[]) {
+  for (const key of Object.keys(PROPS)) {
     const raw = env[key];
     if (raw === undefined || raw === '') continue;
     merged[key] = raw;
   }
   for (const [key, value] of Object.entries(merged)) {
-    merged[key] = parseValue(value, props[key as ConfigKey]);
+    if (isConfigKey(key)) merged[key] = parseValue(value, PROPS[key]);
   }
 
   const ajv = new Ajv({ useDefaults: true, allErrors: false });
-  const validate = ajv.compile(configSchema);
+  // The type is read from the schema itself (schema.ts): what ajv accepts is what it says.
+  const validate = ajv.compile<SchemaValues>(configSchema);
   if (!validate(merged)) {
     const first = validate.errors?.[0];
-    const key = (first?.instancePath ?? '').replace(/^\//, '') as ConfigKey;
-    const p = props[key];
+    const key = (first?.instancePath ?? '').replace(/^\//, '');
+    const p = isConfigKey(key) ? PROPS[key] : undefined;
     const shown = JSON.stringify(shownValue(key, merged[key]));
     throw new ConfigError(`${key}=${shown} is invalid: allowed is ${p ? allowed(p) : first?.message}`);
   }
-  merged.AUTH_WORKERS ??= usableCpus();
-
-  const cfg = merged as unknown as Config;
-  if (cfg.AUTH_DATABASE_TYPE === 'postgresql' && cfg.AUTH_POSTGRESQL_URL === undefined) {
-    throw new ConfigError('AUTH_POSTGRESQL_URL is required when AUTH_DATABASE_TYPE=postgresql');
-  }
+  const cfg = withDatabase({ ...merged, AUTH_WORKERS: merged.AUTH_WORKERS ?? usableCpus() });
   // Bytes, not characters: HS256 wants a key of at least its hash's size (RFC 7518 §3.2).
   if (cfg.AUTH_JWT_SECRET_KEY !== undefined && Buffer.byteLength(cfg.AUTH_JWT_SECRET_KEY, 'utf8') < 32) {
     throw new ConfigError('AUTH_JWT_SECRET_KEY is too short: allowed is a secret of at least 32 bytes');

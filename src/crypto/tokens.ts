@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { jwtVerify, SignJWT } from 'jose';
+import { isTenantId } from '../authz/tenant.ts';
 
 /** The `iss` of every token this service issues and accepts (docs/api.md §3). */
 export const TOKEN_ISSUER = 'rbac-gateway';
@@ -21,8 +22,6 @@ export interface IssuedToken {
   readonly expiresIn: number;
   readonly scope: TokenScope;
 }
-
-const HEX_SHA256 = /^[0-9a-f]{64}$/;
 
 /**
  * HS256 tokens with jose (docs/api.md §3). Verification accepts only HS256 with this secret and
@@ -60,7 +59,7 @@ export class TokenAuthority {
         clockTolerance: 0,
       });
       const { sub, scope, jti, exp } = payload;
-      if (typeof sub !== 'string' || !HEX_SHA256.test(sub)) return undefined;
+      if (!isTenantId(sub)) return undefined;
       if (scope !== 'read' && scope !== 'write') return undefined;
       if (typeof jti !== 'string' || jti === '' || typeof exp !== 'number') return undefined;
       return { sub, scope, jti, expiresAtMs: exp * 1000 };

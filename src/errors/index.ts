@@ -41,15 +41,26 @@ export const ERRORS = {
   },
   ERR_HTTP_BODY_TOO_LARGE: { status: 413, retryable: false, message: (p: { readonly maxBytes: number }) => `body must be at most ${p.maxBytes} bytes` },
   ERR_HTTP_UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, message: () => 'body must be sent with Content-Type application/json' },
-  /** Transport refusals (docs/api.md §4): answered by the engine itself, before any route runs. */
-  ERR_HTTP_HEAD_TOO_LARGE: { status: 431, retryable: false, message: () => 'the request headers must be at most 16 KiB in all' },
-  ERR_HTTP_URL_TOO_LONG: { status: 414, retryable: false, message: () => 'the URL (path and query) must be at most 8 KiB' },
+  /**
+   * Transport refusals (docs/api.md §5): answered by the engine itself, before any route runs.
+   * The figures are the engine's limits (http/engine/limits.ts), given as parameters.
+   */
+  ERR_HTTP_HEAD_TOO_LARGE: {
+    status: 431,
+    retryable: false,
+    message: (p: { readonly maxKiB: number }) => `the request headers must be at most ${p.maxKiB} KiB in all`,
+  },
+  ERR_HTTP_URL_TOO_LONG: {
+    status: 414,
+    retryable: false,
+    message: (p: { readonly maxKiB: number }) => `the URL (path and query) must be at most ${p.maxKiB} KiB`,
+  },
   ERR_HTTP_LENGTH_CONFLICT: {
     status: 400,
     retryable: false,
     message: () => "the body's length must be given once: one Content-Length or Transfer-Encoding chunked, not both",
   },
-  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, retryable: false, message: () => 'the request did not arrive within 10 s' },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, retryable: false, message: (p: { readonly seconds: number }) => `the request did not arrive within ${p.seconds} s` },
   ERR_HTTP_NOT_HTTP: { status: 400, retryable: false, message: () => 'the request is not valid HTTP/1.1' },
   ERR_AUTH_UNAUTHENTICATED: {
     status: 401,

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { isTenantId } from '../authz/tenant.ts';
 import type { ChangeMessage } from './messages.ts';
 import type { RedisBridge, RedisBridgeOptions } from './port.ts';
 
@@ -10,15 +11,14 @@ interface RedisEnvelope extends ChangeMessage {
   readonly from: string;
 }
 
-/** Whether `x` is an envelope; its tenant must look like a TenantId (64 hex digits, a key's hash). */
+/** Whether `x` is an envelope; its tenant must look like a TenantId (see isTenantId). */
 function isEnvelope(x: unknown): x is RedisEnvelope {
   if (typeof x !== 'object' || x === null) return false;
   const m = x as Record<string, unknown>;
   return (
     m.v === 1 &&
     typeof m.from === 'string' &&
-    typeof m.tenant === 'string' &&
-    /^[0-9a-f]{64}$/.test(m.tenant) &&
+    isTenantId(m.tenant) &&
     Number.isSafeInteger(m.revision) &&
     (m.revision as number) > 0 &&
     // Without a change (field encryption is on): the receivers read it from the changelog.

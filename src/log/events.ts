@@ -32,6 +32,7 @@ export const LOG_EVENTS = {
   'http.request_failed': 'request failed',
   // The database layer of a worker.
   'store.thread_failed': 'store thread failed; replaced',
+  'store.priority_failed': 'store thread could not lower its CPU priority; it runs at normal priority',
   'store.circuit_open': 'database circuit open: writes and hydrations answer 503',
   'store.circuit_half_open': 'database circuit half-open',
   'store.circuit_closed': 'database circuit closed',

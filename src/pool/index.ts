@@ -1,10 +1,13 @@
 import { extname } from 'node:path';
 import { Piscina } from 'piscina';
 import { fromWire } from '../errors/index.ts';
-import type { Store, StoreMethod } from '../store/port.ts';
+import type { GraphImage } from '../authz/graph-image.ts';
+import type { TenantId } from '../authz/tenant.ts';
+import type { StoreAnswer, StoreArgs } from '../store/calls.ts';
+import type { StoreMethod } from '../store/port.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
 import { storeFailure } from '../store/transient.ts';
-import { PassingStore } from '../store/wrappers/passing.ts';
+import { DelegatingStore } from '../store/wrappers/delegating.ts';
 import type { SharedTask, Task, TaskReply } from './protocol.ts';
 
 /**
@@ -14,31 +17,29 @@ import type { SharedTask, Task, TaskReply } from './protocol.ts';
  * transaction and one fsync; on PostgreSQL each write stays its own transaction. Every store call
  * is one task, `{ method, args }`, run by the method's name in the thread (tasks/store-task.ts).
  */
-/**
- * Store calls that may share one task when every connection is busy: hydrations, which a burst of
- * many small clients asks for by the thousand, each far cheaper than its trip to a thread.
- */
-const SHAREABLE: ReadonlySet<StoreMethod> = new Set<StoreMethod>(['loadGraph']);
 /** The young generation of a pool thread's heap, MiB. */
 const POOL_YOUNG_GENERATION_MB = 16;
-/** Calls one shared task carries at most, so that none waits long behind the others. */
+/** Hydrations one shared task carries at most, so that none waits long behind the others. */
 const SHARED_MAX = 32;
 
-/** A shareable call waiting for a connection. */
+/** A hydration waiting for a connection. */
 interface HeldCall {
-  readonly task: Task;
-  resolve(value: unknown): void;
+  readonly task: Task<'loadGraph'>;
+  resolve(value: GraphImage): void;
   reject(err: unknown): void;
 }
 
-export class PooledStore extends PassingStore implements Store {
+export class PooledStore extends DelegatingStore {
   readonly #pool: Piscina;
   /** Write batches that may run at once: 1 on SQLite (one writer anyway), one per connection on PostgreSQL. */
   readonly writeSlots: number;
   /** Database connections of the threads: one per SQLite thread, the PostgreSQL budget split over them. */
   readonly #connections: number;
   #running = 0;
-  /** Shareable calls that came while every connection was busy: the next task to end sends them as one. */
+  /**
+   * Hydrations that came while every connection was busy: the next task to end sends them as one
+   * (a burst of many small clients' first requests, each far cheaper than its trip to a thread).
+   */
   #held: HeldCall[] = [];
 
   /**
@@ -64,7 +65,7 @@ export class PooledStore extends PassingStore implements Store {
       concurrentTasksPerWorker: plan.concurrency,
       // A pool thread's garbage is short-lived rows and strings; V8's default young generation
       // (tens of MiB per thread) stays resident once a burst of hydrations grew it.
-      resourceLimits: { maxYoungGenerationSizeMb: POOL_YOUNG_GENERATION_MB },
+      resourceLimits: { maxYoungGenerationSizeMb: Number(process.env.POOL_YOUNG_MB ?? POOL_YOUNG_GENERATION_MB) },
     });
     // Unheard, piscina's 'error' event would throw and take the whole process down with the thread.
     this.#pool.on('error', onThreadError);
@@ -77,13 +78,18 @@ export class PooledStore extends PassingStore implements Store {
     return { total: this.#connections, idle: Math.max(0, this.#connections - this.#running), waiting: this.#pool.queueSize };
   }
 
-  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
-    const task: Task = { method, args } as Task;
-    if (SHAREABLE.has(method) && this.#running >= this.#connections) return new Promise((resolve, reject) => this.#held.push({ task, resolve, reject }));
-    return this.#runAlone(task);
+  protected call<K extends StoreMethod>(method: K, args: StoreArgs<K>): Promise<StoreAnswer<K>> {
+    return this.#runAlone({ method, args });
   }
 
-  async #runAlone(task: Task): Promise<unknown> {
+  /** A hydration: a task of its own, or, while every connection is busy, a place in the next shared one. */
+  override loadGraph(tenant: TenantId): Promise<GraphImage> {
+    const task: Task<'loadGraph'> = { method: 'loadGraph', args: [tenant] };
+    if (this.#running < this.#connections) return this.#runAlone(task);
+    return new Promise((resolve, reject) => this.#held.push({ task, resolve, reject }));
+  }
+
+  async #runAlone<K extends StoreMethod>(task: Task<K>): Promise<StoreAnswer<K>> {
     let reply: TaskReply;
     this.#running++;
     try {
@@ -96,10 +102,10 @@ export class PooledStore extends PassingStore implements Store {
       this.#running--;
       this.#sendHeld();
     }
-    return valueOf(reply);
+    return valueOf(reply) as StoreAnswer<K>;
   }
 
-  /** The held calls (up to {@link SHARED_MAX}) as one task, once a connection is free. */
+  /** The held hydrations (up to {@link SHARED_MAX}) as one task, once a connection is free. */
   #sendHeld(): void {
     if (this.#held.length === 0 || this.#running >= this.#connections) return;
     const calls = this.#held.splice(0, SHARED_MAX);
@@ -116,13 +122,13 @@ export class PooledStore extends PassingStore implements Store {
       });
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     for (const c of this.#held.splice(0)) c.reject(storeFailure(new Error('the store is closing'), c.task.method));
     await this.#pool.destroy();
   }
 }
 
-/** A reply's value, or its failure thrown as the catalogued error it was in the thread. */
+/** A reply's value as structured clone carried it back, or its failure thrown as the catalogued error it was in the thread. */
 function valueOf(reply: TaskReply): unknown {
   if (!reply.ok) throw fromWire(reply.error);
   return asBuffer(reply.value);
@@ -131,7 +137,7 @@ function valueOf(reply: TaskReply): unknown {
 function settle(call: HeldCall, reply: TaskReply | undefined): void {
   try {
     if (reply === undefined) throw new Error('a shared task answered fewer calls than it carried');
-    call.resolve(valueOf(reply));
+    call.resolve(valueOf(reply) as GraphImage);
   } catch (err) {
     call.reject(err);
   }

@@ -1,32 +1,101 @@
-import { STORE_METHODS, type Store, type StoreMethod, type StoreRoles } from './port.ts';
-import { PassingStore } from './wrappers/passing.ts';
-
-type Role = keyof StoreRoles;
-
-/** Each store call → the role whose list in {@link STORE_METHODS} names it. */
-const ROLE_OF: ReadonlyMap<StoreMethod, Role> = new Map(
-  (Object.keys(STORE_METHODS) as Role[]).flatMap((role) => STORE_METHODS[role].map((method): [StoreMethod, Role] => [method, role])),
-);
+import type { AuditEntry, AuditRecord } from '../audit/record.ts';
+import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
+import type { GraphImage } from '../authz/graph-image.ts';
+import type { TenantId } from '../authz/tenant.ts';
+import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
+import type { AuditPosition, AuditStore, CreatedTenants, Meta, PendingWrite, Store, StoreRoles, TenantStore, WriteSettled } from './port.ts';
 
 /**
- * The base of an adapter made of its roles (one object each, in files of their own): every store
- * call is the method of the same name of the role that {@link STORE_METHODS} files it under. The
- * adapter's class writes no call itself, only how it opens and closes, so a method added to a
- * port is written in the role's file and reaches callers with no line here or in the adapter's
- * index.
+ * The base of an adapter made of its roles (one object each, in files of their own): each store
+ * call below is the method of the same name of its role. The adapter's class writes no call
+ * itself, only how it opens and closes, so a method added to a port is written in the role's
+ * file and once here.
  */
-export abstract class ComposedStore extends PassingStore implements Store {
-  readonly #roles: StoreRoles;
+export abstract class ComposedStore implements Store {
+  readonly #tenant: TenantStore;
+  readonly #audit: AuditStore;
+  readonly #workflow: WorkflowStore;
+  readonly #meta: Meta;
 
   constructor(roles: StoreRoles) {
-    super();
-    this.#roles = roles;
-  }
-
-  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
-    const role = this.#roles[ROLE_OF.get(method) as Role] as unknown as Record<StoreMethod, (...a: readonly unknown[]) => Promise<unknown>>;
-    return Reflect.apply(role[method], role, args);
+    this.#tenant = roles.tenant;
+    this.#audit = roles.audit;
+    this.#workflow = roles.workflow;
+    this.#meta = roles.meta;
   }
 
   abstract close(): Promise<void>;
+
+  load(tenant: TenantId): Promise<Snapshot> {
+    return this.#tenant.load(tenant);
+  }
+  loadGraph(tenant: TenantId): Promise<GraphImage> {
+    return this.#tenant.loadGraph(tenant);
+  }
+  revision(tenant: TenantId): Promise<number> {
+    return this.#tenant.revision(tenant);
+  }
+  revisions(tenants: readonly TenantId[]): Promise<Array<[TenantId, number]>> {
+    return this.#tenant.revisions(tenants);
+  }
+  tenantsSince(cursor: string | undefined): Promise<CreatedTenants> {
+    return this.#tenant.tenantsSince(cursor);
+  }
+  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
+    return this.#tenant.changes(tenant, since, limit);
+  }
+  writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
+    return this.#tenant.writeMany(writes);
+  }
+
+  appendAudit(rows: readonly AuditRecord[]): Promise<void> {
+    return this.#audit.appendAudit(rows);
+  }
+  audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]> {
+    return this.#audit.audit(tenant, after, limit);
+  }
+  pruneAudit(before: string, limit: number): Promise<number> {
+    return this.#audit.pruneAudit(before, limit);
+  }
+
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    return this.#workflow.putSchedule(schedule, nowMs, audit);
+  }
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return this.#workflow.deleteSchedule(tenant, workflow, audit);
+  }
+  schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return this.#workflow.schedules(tenant);
+  }
+  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return this.#workflow.runs(tenant, workflow, before, limit);
+  }
+  takeLease(owner: string, nowMs: number, ttlMs: number): Promise<boolean> {
+    return this.#workflow.takeLease(owner, nowMs, ttlMs);
+  }
+  releaseLease(owner: string): Promise<void> {
+    return this.#workflow.releaseLease(owner);
+  }
+  dueSchedules(nowMs: number, limit: number): Promise<DueSchedule[]> {
+    return this.#workflow.dueSchedules(nowMs, limit);
+  }
+  runSchedule(due: DueSchedule, nowMs: number, webhookId: string): Promise<RunEntry | undefined> {
+    return this.#workflow.runSchedule(due, nowMs, webhookId);
+  }
+  claimDeliveries(nowMs: number, claimMs: number, limit: number): Promise<DeliveryJob[]> {
+    return this.#workflow.claimDeliveries(nowMs, claimMs, limit);
+  }
+  recordDelivery(update: DeliveryUpdate): Promise<void> {
+    return this.#workflow.recordDelivery(update);
+  }
+
+  ping(): Promise<void> {
+    return this.#meta.ping();
+  }
+  cursorSecret(): Promise<Buffer> {
+    return this.#meta.cursorSecret();
+  }
+  claimEncryption(mark: string): Promise<string> {
+    return this.#meta.claimEncryption(mark);
+  }
 }

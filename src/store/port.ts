@@ -6,24 +6,25 @@ import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
-export type { ScheduleInput, WorkflowStore } from '../workflow/records.ts';
+export type { RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
 export type { AuditPosition } from '../audit/record.ts';
 
 /*
  * The store ports, by role. Each adapter (SQLite, PostgreSQL) implements every role, one file
  * per role (`tenant.ts`, `audit.ts`, `workflow.ts`; Meta in its `index.ts`, which composes
- * them); a wrapper (store/wrappers/) overrides only the role it changes; the pool carries every
- * method to its threads by name (see STORE_METHODS). So a new method is written in this file and
- * in one role file of each adapter, and nowhere else. Failures (the database is unreachable, a
- * bug) are thrown.
+ * them, see composed.ts); a wrapper (store/wrappers/) overrides only the calls it changes; the
+ * pool carries every call to its threads by name (calls.ts). A new method is written in this
+ * file, in one role file of each adapter, and once in each of composed.ts, calls.ts and
+ * wrappers/delegating.ts, which the compiler holds to the ports. Failures (the database is
+ * unreachable, a bug) are thrown.
  */
 
 /** A tenant's graph: its state, revisions and changelog, and the writes that move it. */
 export interface TenantStore {
   /**
-   * Everything the tenant holds, read in one transaction (revision 0 and empty when unknown).
-   * Memberships come by user then role, in the database's key order: the graph interns a user
-   * once for all its rows, and needs no sort when that order is code-point order.
+   * Everything the tenant holds, read in one transaction (revision 0 and empty when unknown):
+   * the same read as {@link loadGraph}'s, as rows. Memberships come by user then role, in code
+   * point order.
    */
   load(tenant: TenantId): Promise<Snapshot>;
   /**
@@ -105,34 +106,6 @@ export interface StoreRoles {
 }
 
 /**
- * The names of {@link StoreCalls}, by role: what the pool carries to its threads and a wrapper
- * passes on. The compiler holds it equal to the ports (below), so a method added to a port is
- * listed here or nothing builds.
- */
-export const STORE_METHODS = {
-  tenant: ['load', 'loadGraph', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany'],
-  audit: ['appendAudit', 'audit', 'pruneAudit'],
-  workflow: [
-    'putSchedule',
-    'deleteSchedule',
-    'schedules',
-    'runs',
-    'takeLease',
-    'releaseLease',
-    'dueSchedules',
-    'runSchedule',
-    'claimDeliveries',
-    'recordDelivery',
-  ],
-  meta: ['ping', 'cursorSecret', 'claimEncryption'],
-} as const satisfies { readonly [R in keyof StoreRoles]: ReadonlyArray<keyof StoreRoles[R]> };
-
-type Listed = (typeof STORE_METHODS)[keyof typeof STORE_METHODS][number];
-/** True only when every method of the ports is listed (the other way round is `satisfies` above). */
-const LISTED_ALL: [StoreMethod] extends [Listed] ? true : never = true;
-void LISTED_ALL;
-
-/**
  * Below this size a graph image is copied, not moved: the copy is made by the thread that keeps
  * it, in its own allocator, so that many small graphs do not each pin a chunk among the pool
  * thread's short-lived buffers (memory the allocator could then never give back).
@@ -148,9 +121,6 @@ export function movableBuffers(value: unknown): ArrayBuffer[] | undefined {
   const buffers = buffersOf(value);
   return buffers.reduce((n, b) => n + b.byteLength, 0) >= MOVE_FROM_BYTES ? buffers : undefined;
 }
-
-/** Every name of {@link STORE_METHODS}. */
-export const ALL_STORE_METHODS: readonly StoreMethod[] = Object.values(STORE_METHODS).flat();
 
 /** What {@link TenantStore.tenantsSince} answers. */
 export interface CreatedTenants {

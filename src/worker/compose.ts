@@ -1,11 +1,10 @@
-import type { TenantId } from '../authz/tenant.ts';
-import { TenantCache, type CacheEvents, type Replay } from '../cache/index.ts';
+import { TenantCache, type CacheEvents } from '../cache/index.ts';
 import { loadClientIndex, startRevalidation } from '../cache/revalidation.ts';
 import { WorkerMetrics } from '../metrics/worker.ts';
 import { NO_REQUEST_METRICS } from '../metrics/requests.ts';
 import type { Config } from '../config/index.ts';
 import { chooseEngine } from '../http/engine/index.ts';
-import { API_SERIES, startHttpServer, type Backend } from '../http/server.ts';
+import { API_SERIES, startHttpServer } from '../http/server.ts';
 import type { Bus } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
@@ -13,18 +12,16 @@ import { CircuitBreaker } from '../store/wrappers/breaker.ts';
 import { storeSettings } from '../store/settings.ts';
 import { ResilientStore } from '../store/wrappers/resilient.ts';
 import { retryPolicy } from '../store/wrappers/retry.ts';
-import { WritePipeline, type WriteStages } from './write-pipeline.ts';
+import { WritePipeline } from './write-pipeline.ts';
 import { AuditTrail } from '../audit/trail.ts';
 import { startAuditRetention } from '../audit/retention.ts';
-import { fanOut } from './fan-out.ts';
+import { WorkerBackend, type RedisStatus } from './backend.ts';
+import { FanOut } from './fan-out.ts';
 import type { Stoppable } from './lifecycle.ts';
-import { counted, countedSchedule } from './metrics.ts';
-import { applyChangesFrom, measuredReplay } from './remote-changes.ts';
+import { applyChangesFrom, changelogReplay, measuredReplay } from './remote-changes.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
-/** A gap larger than this is not replayed: the graph is rehydrated instead. */
-const REPLAY_LIMIT = 1000;
 /**
  * Fan-out batches in flight: one, so that changes committed while a fan-out is acknowledged go
  * together in the next message (the hand-offs, not the bytes, are what a write costs the checks).
@@ -44,10 +41,7 @@ export interface StartedWorker extends RunningWorker {
   readonly metrics: WorkerMetrics | undefined;
 }
 
-/** The instance's Redis subscription as the primary reports it ('off' without Redis). */
-export interface RedisStatus {
-  state: 'off' | 'up' | 'down';
-}
+export type { RedisStatus } from './backend.ts';
 
 /** Composition root of an HTTP worker: config → store → pool → cache → bus → metrics → http. */
 export async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<StartedWorker> {
@@ -61,18 +55,20 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       cacheEvents(() => metrics),
     );
     metrics = workerMetrics(config, cache, pooled, store);
-    const replay =
-      (tenant: TenantId): Replay =>
-      (since) =>
-        store.changes(tenant, since, REPLAY_LIMIT);
-    const pipeline = writePipeline(store, pooled, (batch) => fanOut(batch, cache, bus, replay));
+    const replay = changelogReplay(store);
+    // Writes, schedule changes included, committed in batches on the pool's write slots, then fanned out.
+    const pipeline = new WritePipeline(store, new FanOut(cache, bus, replay), {
+      commitSlots: pooled.writeSlots,
+      fanOutSlots: FAN_OUT_SLOTS,
+      maxBatch: MAX_WRITE_BATCH,
+    });
     applyChangesFrom(bus, cache, replay, metrics);
     // After subscribing: a tenant created after this read is heard of as a change.
     const created = await loadClientIndex(cache, store);
     const revalidator = startRevalidation(cache, store, measuredReplay(replay, metrics), created, config.AUTH_REVALIDATE_MS, log);
     const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
-    const backend = backendOf(store, pipeline, trail, metrics, redis);
+    const backend = new WorkerBackend(store, pipeline, trail, metrics, redis);
     // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
     const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
     const server = await startHttpServer({
@@ -102,35 +98,6 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     await store.close();
     throw err;
   }
-}
-
-/** Writes, schedule changes included, committed in batches on the pool's write slots, then fanned out. */
-function writePipeline(store: ResilientStore, pooled: PooledStore, fanOutBatch: WriteStages['fanOut']): WritePipeline {
-  return new WritePipeline(
-    {
-      commit: (batch) => store.writeMany(batch),
-      fanOut: fanOutBatch,
-      putSchedule: (schedule, nowMs, audit) => store.putSchedule(schedule, nowMs, audit),
-      deleteSchedule: (tenant, workflow, audit) => store.deleteSchedule(tenant, workflow, audit),
-    },
-    { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH },
-  );
-}
-
-/** What the HTTP layer asks of the worker: writes through the pipeline, reads from the store. */
-function backendOf(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus): Backend {
-  return {
-    write: (tenant, change, audit) => counted(pipeline.write(tenant, change, audit), change.op, metrics),
-    audit: (tenant, after, limit) => store.audit(tenant, after, limit),
-    recordAudit: (row) => trail.record(row),
-    changes: (tenant, since, limit) => store.changes(tenant, since, limit),
-    revision: (tenant) => store.revision(tenant),
-    putSchedule: (schedule, nowMs, audit) => countedSchedule(pipeline.putSchedule(schedule, nowMs, audit), 'workflow.schedule', metrics),
-    deleteSchedule: (tenant, workflow, audit) => countedSchedule(pipeline.deleteSchedule(tenant, workflow, audit), 'workflow.unschedule', metrics),
-    schedules: (tenant) => store.schedules(tenant),
-    runs: (tenant, workflow, before, limit) => store.runs(tenant, workflow, before, limit),
-    notReady: () => notReady(store, redis),
-  };
 }
 
 /** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
@@ -166,13 +133,4 @@ function workerMetrics(config: Config, cache: TenantCache, pooled: PooledStore, 
     circuitState: () => store.circuitState,
     dbConnections: () => pooled.connections(),
   });
-}
-
-/** What `/ready` names as down: the database (unless it answers), Redis (as the primary reports it). */
-async function notReady(store: ResilientStore, redis: RedisStatus): Promise<string[]> {
-  const missing: string[] = [];
-  if (store.open) missing.push('database');
-  else await store.ping().catch(() => missing.push('database'));
-  if (redis.state === 'down') missing.push('redis');
-  return missing;
 }

@@ -1,23 +1,39 @@
 import type { TenantId } from '../authz/tenant.ts';
 import type { Replay, TenantCache } from '../cache/index.ts';
 import type { Bus } from '../invalidation/index.ts';
-import type { CommittedWrite } from './write-pipeline.ts';
+import type { CommittedWrite, FanOutStage } from './write-pipeline.ts';
 
 /**
  * The write pipeline's second stage: a committed batch applied to this worker's graphs and sent
  * to every other holder of graphs. Both must be done before the writes are answered; neither
  * needs the other first.
  */
-export async function fanOut(batch: readonly CommittedWrite[], cache: TenantCache, bus: Bus, replay: (tenant: TenantId) => Replay): Promise<void> {
-  await Promise.all([
-    ...batch.map(({ tenant, outcome }) =>
-      outcome.ok ? cache.apply(tenant, outcome.change, outcome.revision, replay(tenant)) : cache.catchUp(tenant, outcome.revision, replay(tenant)),
-    ),
-    bus.publish(
-      batch.map(({ tenant, outcome }) =>
-        // `at`: when it committed, for the invalidation delay measured where it is applied.
-        outcome.ok ? { v: 1, tenant, revision: outcome.revision, change: outcome.change, at: Date.now() } : { v: 1, tenant, revision: outcome.revision },
+export class FanOut implements FanOutStage {
+  readonly #cache: TenantCache;
+  readonly #bus: Bus;
+  readonly #replay: (tenant: TenantId) => Replay;
+
+  /** `replay`: a tenant's changelog, for a graph that missed a change (see remote-changes.ts `changelogReplay`). */
+  constructor(cache: TenantCache, bus: Bus, replay: (tenant: TenantId) => Replay) {
+    this.#cache = cache;
+    this.#bus = bus;
+    this.#replay = replay;
+  }
+
+  async fanOut(batch: readonly CommittedWrite[]): Promise<void> {
+    const cache = this.#cache;
+    await Promise.all([
+      ...batch.map(({ tenant, outcome }) =>
+        outcome.ok
+          ? cache.apply(tenant, outcome.change, outcome.revision, this.#replay(tenant))
+          : cache.catchUp(tenant, outcome.revision, this.#replay(tenant)),
       ),
-    ),
-  ]);
+      this.#bus.publish(
+        batch.map(({ tenant, outcome }) =>
+          // `at`: when it committed, for the invalidation delay measured where it is applied.
+          outcome.ok ? { v: 1, tenant, revision: outcome.revision, change: outcome.change, at: Date.now() } : { v: 1, tenant, revision: outcome.revision },
+        ),
+      ),
+    ]);
+  }
 }

@@ -3,6 +3,15 @@ import type { Replay, TenantCache } from '../cache/index.ts';
 import type { Bus } from '../invalidation/index.ts';
 import { APPLY_BUDGET_MS } from '../ipc/timing.ts';
 import type { WorkerMetrics } from '../metrics/worker.ts';
+import type { TenantStore } from '../store/port.ts';
+
+/** A gap larger than this is not replayed: the graph is rehydrated instead. */
+const REPLAY_LIMIT = 1000;
+
+/** A tenant's changelog after a revision, at most {@link REPLAY_LIMIT} changes: how a graph that missed some catches up. */
+export function changelogReplay(store: Pick<TenantStore, 'changes'>): (tenant: TenantId) => Replay {
+  return (tenant) => (since) => store.changes(tenant, since, REPLAY_LIMIT);
+}
 
 /**
  * Changes committed by the other workers (and instances) are applied to this worker's graphs,

@@ -16,16 +16,26 @@ export interface CommittedWrite {
 }
 
 /**
- * The two stages every write passes, each handed whole batches, and the commit of a workflow
- * schedule's change (`putSchedule`, `deleteSchedule`: one store call each, with its audit row; no
- * graph holds schedules, so nothing is fanned out).
+ * What the commit stage writes through (store/wrappers/resilient.ts): a batch of writes, tried
+ * once per call; whether and when a write that failed before committing is tried again (the wait
+ * is the pipeline's, outside its commit slot); and the commit of a workflow schedule's change
+ * (`putSchedule`, `deleteSchedule`: one store call each, with its audit row; no graph holds
+ * schedules, so nothing is fanned out).
  */
-export interface WriteStages extends Pick<WorkflowStore, 'putSchedule' | 'deleteSchedule'> {
+export interface CommitStore extends Pick<WorkflowStore, 'putSchedule' | 'deleteSchedule'> {
   /**
    * Commits a batch (one pool task; one transaction on SQLite), the writes of any one tenant in
    * the order given, and settles each write on its own.
    */
-  commit(batch: readonly PendingWrite[]): Promise<WriteSettled[]>;
+  writeMany(batch: readonly PendingWrite[]): Promise<WriteSettled[]>;
+  /** Whether a write whose attempt number `attempt` failed with `err` may be tried again. */
+  mayRetryWrite(err: unknown, attempt: number): boolean;
+  /** Resolves once the backoff after attempt number `attempt` has passed. */
+  retryWait(attempt: number): Promise<void>;
+}
+
+/** The second stage (worker/fan-out.ts). */
+export interface FanOutStage {
   /**
    * Makes a batch's settled writes visible on every worker of this instance: committed changes
    * applied, and each refusal's revision reached, on this worker and acknowledged by the others
@@ -46,6 +56,8 @@ export interface PipelineLimits {
 /** A change of a tenant's graph, waiting for the commit stage. */
 interface QueuedWrite extends PendingWrite {
   readonly kind: 'write';
+  /** Attempts made to commit it so far. */
+  attempts: number;
   readonly resolve: (outcome: WriteOutcome) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -92,6 +104,12 @@ export class CoalescingStage<T> {
     this.#pump();
   }
 
+  /** Items that come before everything queued (writes tried again), in their order. */
+  pushFront(items: readonly T[]): void {
+    this.#queue.unshift(...items);
+    this.#pump();
+  }
+
   /** Several items that belong together: they are queued before any batch is taken. */
   pushAll(items: readonly T[]): void {
     if (items.length === 0) return;
@@ -121,14 +139,18 @@ export class CoalescingStage<T> {
  * of graphs) and is answered once committed.
  */
 export class WritePipeline {
-  readonly #stages: WriteStages;
+  readonly #store: CommitStore;
+  readonly #fanOutStage: FanOutStage;
   readonly #commit: CoalescingStage<Queued>;
   readonly #fanOut: CoalescingStage<Committing>;
-  /** Tenants of the commit batches in flight, with how many batches hold each. */
+  /** Tenants of the commit batches in flight or waiting to be tried again, with how many batches hold each. */
   readonly #committing = new Map<TenantId, number>();
+  /** Writes waiting out a retry's backoff. */
+  #retrying = 0;
 
-  constructor(stages: WriteStages, limits: PipelineLimits) {
-    this.#stages = stages;
+  constructor(store: CommitStore, fanOut: FanOutStage, limits: PipelineLimits) {
+    this.#store = store;
+    this.#fanOutStage = fanOut;
     this.#commit = new CoalescingStage(
       limits.commitSlots,
       (q) => this.#takeCommitBatch(q, limits.maxBatch),
@@ -143,17 +165,17 @@ export class WritePipeline {
 
   /** Commits `change` and resolves once every worker of this instance sees it (or with its refusal). */
   write(tenant: TenantId, change: Change, audit?: AuditOfWrite): Promise<WriteOutcome> {
-    return new Promise((resolve, reject) => this.#commit.push({ kind: 'write', tenant, change, audit, resolve, reject }));
+    return new Promise((resolve, reject) => this.#commit.push({ kind: 'write', tenant, change, audit, attempts: 0, resolve, reject }));
   }
 
   /** Creates or replaces a schedule with its audit row (see WorkflowStore.putSchedule), in its tenant's turn. */
   putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
-    return this.#scheduleChange(schedule.tenant, () => this.#stages.putSchedule(schedule, nowMs, audit));
+    return this.#scheduleChange(schedule.tenant, () => this.#store.putSchedule(schedule, nowMs, audit));
   }
 
   /** Deletes a schedule with its runs and commits its audit row (see WorkflowStore.deleteSchedule), in its tenant's turn; false when there was none. */
   deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
-    return this.#scheduleChange(tenant, () => this.#stages.deleteSchedule(tenant, workflow, audit));
+    return this.#scheduleChange(tenant, () => this.#store.deleteSchedule(tenant, workflow, audit));
   }
 
   #scheduleChange<T>(tenant: TenantId, commit: () => Promise<T>): Promise<T> {
@@ -169,9 +191,9 @@ export class WritePipeline {
     });
   }
 
-  /** Writes not yet handed to a stage (for a graceful stop). */
+  /** Writes not yet handed to a stage, or waiting to be tried again (for a graceful stop). */
   get queued(): number {
-    return this.#commit.queued + this.#fanOut.queued;
+    return this.#commit.queued + this.#fanOut.queued + this.#retrying;
   }
 
   /**
@@ -201,45 +223,88 @@ export class WritePipeline {
   }
 
   async #commitBatch(batch: Queued[]): Promise<void> {
-    for (const w of batch) this.#committing.set(w.tenant, (this.#committing.get(w.tenant) ?? 0) + 1);
+    this.#hold(batch);
     try {
       const writes = batch.filter((q): q is QueuedWrite => q.kind === 'write');
       if (writes.length > 0) await this.#commitWrites(writes);
       // One after the other, after the batch's writes: the order they were queued in.
       for (const q of batch) if (q.kind === 'schedule') await q.commit();
     } finally {
-      for (const w of batch) {
-        const n = (this.#committing.get(w.tenant) ?? 1) - 1;
-        if (n === 0) this.#committing.delete(w.tenant);
-        else this.#committing.set(w.tenant, n);
-      }
+      this.#release(batch);
     }
   }
 
+  /** Counts a batch's tenants as held: no later write of theirs is taken until it is released. */
+  #hold(batch: readonly Queued[]): void {
+    for (const w of batch) this.#committing.set(w.tenant, (this.#committing.get(w.tenant) ?? 0) + 1);
+  }
+
+  #release(batch: readonly Queued[]): void {
+    for (const w of batch) {
+      const n = (this.#committing.get(w.tenant) ?? 1) - 1;
+      if (n === 0) this.#committing.delete(w.tenant);
+      else this.#committing.set(w.tenant, n);
+    }
+  }
+
+  /** One attempt at a batch; what failed before committing and may be tried again is, after the backoff. */
   async #commitWrites(batch: QueuedWrite[]): Promise<void> {
+    for (const w of batch) w.attempts++;
+    let settled: WriteSettled[];
     try {
-      const settled = await this.#stages.commit(batch.map(({ tenant, change, audit }) => ({ tenant, change, audit })));
-      const committed: Committing[] = [];
-      batch.forEach((w, i) => this.#afterCommit(w, settled[i], committed));
-      // The batch's committed writes go on together, as one fan-out batch when that stage is free.
-      this.#fanOut.pushAll(committed);
+      settled = await this.#store.writeMany(batch.map(({ tenant, change, audit }) => ({ tenant, change, audit })));
     } catch (err) {
-      for (const w of batch) w.reject(err);
+      // The whole batch failed: each write is tried again or rejected with that failure.
+      return this.#retryLater(batch.filter((w) => this.#settle(w, err)));
     }
+    const committed: Committing[] = [];
+    const again = batch.filter((w, i) => this.#afterCommit(w, settled[i], committed));
+    // The batch's committed writes go on together, as one fan-out batch when that stage is free.
+    this.#fanOut.pushAll(committed);
+    this.#retryLater(again);
   }
 
-  /** Settles a failed write at once; a committed or refused one joins `committed`. */
-  #afterCommit(w: QueuedWrite, settled: WriteSettled | undefined, committed: Committing[]): void {
-    if (settled === undefined) return w.reject(new Error('the store settled fewer writes than it was given'));
-    if (!settled.ok) return w.reject(fromWire(settled.error));
-    const outcome = settled.value;
+  /**
+   * Settles a failed write at once, or, when the store says it may be tried again, answers true
+   * and leaves it to the caller; a committed or refused one joins `committed`.
+   */
+  #afterCommit(w: QueuedWrite, settled: WriteSettled | undefined, committed: Committing[]): boolean {
+    if (settled === undefined) {
+      w.reject(new Error('the store settled fewer writes than it was given'));
+      return false;
+    }
+    if (!settled.ok) return this.#settle(w, fromWire(settled.error));
     // A refusal goes through the fan-out too, so that every worker is at its revision first.
-    committed.push({ tenant: w.tenant, outcome, resolve: w.resolve, reject: w.reject });
+    committed.push({ tenant: w.tenant, outcome: settled.value, resolve: w.resolve, reject: w.reject });
+    return false;
+  }
+
+  /** True when `w`, failed with `err`, may be tried again; else rejects it. */
+  #settle(w: QueuedWrite, err: unknown): boolean {
+    if (this.#store.mayRetryWrite(err, w.attempts)) return true;
+    w.reject(err);
+    return false;
+  }
+
+  /**
+   * Writes to try again, once the backoff has passed, ahead of everything queued and in their
+   * order. The wait holds their tenants (no later write of theirs overtakes them) but no commit
+   * slot: other tenants' batches commit meanwhile.
+   */
+  #retryLater(writes: QueuedWrite[]): void {
+    if (writes.length === 0) return;
+    this.#hold(writes);
+    this.#retrying += writes.length;
+    void this.#store.retryWait(Math.max(...writes.map((w) => w.attempts))).finally(() => {
+      this.#retrying -= writes.length;
+      this.#release(writes);
+      this.#commit.pushFront(writes);
+    });
   }
 
   async #fanOutBatch(batch: Committing[]): Promise<void> {
     try {
-      await this.#stages.fanOut(batch);
+      await this.#fanOutStage.fanOut(batch);
       for (const c of batch) c.resolve(c.outcome);
     } catch (err) {
       for (const c of batch) c.reject(err);

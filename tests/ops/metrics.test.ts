@@ -209,7 +209,7 @@ test('promtool check metrics finds nothing to say about the whole exposition', a
   const findings = `${out.stdout}${out.stderr}`.split('\n').filter((l) => l.trim() !== '');
   assert.deepEqual(findings, [], findings.join('\n'));
   assert.equal(out.status, 0);
-  // prom-client's `*_total` gauges, under names the format allows (the README's metrics section).
+  // prom-client's `*_total` gauges, under names the format allows (docs/operations.md §2).
   for (const name of ['nodejs_active_handles_all', 'nodejs_active_requests_all', 'nodejs_active_resources_all']) {
     assert.match(text, new RegExp(`^# TYPE ${name} gauge$`, 'm'));
   }

@@ -27,14 +27,14 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
   cache: ['authz', 'time'], // time: the gap and revision waits and the revalidation run on a clock
   client: [],
-  config: [],
-  crypto: [],
+  config: ['workflow'], // the webhook-host rule only (NARROW): checked at start-up as the webhooks are
+  crypto: ['authz'], // the tenant id's shape, for a token's subject
   errors: [],
   http: ['audit', 'authz', 'authzen', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time', 'workflow'], // never store: reads via cache
   invalidation: ['authz', 'log'],
   log: [],
   metrics: ['log'],
-  pool: ['crypto', 'errors', 'store'], // the thread hop names no domain type: tasks are store methods by name
+  pool: ['crypto', 'errors', 'log', 'store'], // the thread hop names no domain type: tasks are store methods by name
   ipc: ['invalidation', 'metrics'], // the primary ↔ worker messages, owned by neither side: see NARROW
   primary: ['config', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'time', 'workflow'], // pool, store: the scheduler's own store; time: its clock
   store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time', 'workflow'],
@@ -51,6 +51,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
 const NARROW: Readonly<Record<string, readonly string[]>> = {
   'ipc → invalidation': ['invalidation/messages.ts'],
   'ipc → metrics': ['metrics/requests.ts'],
+  'config → workflow': ['workflow/allowed-hosts.ts'],
 };
 
 /** Driver → the one place (a src/ path prefix) that may load it; DESIGN: ports never do. */

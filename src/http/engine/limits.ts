@@ -3,9 +3,9 @@ import type { EngineResponse } from './port.ts';
 import { errorBody, RequestIds } from './wire.ts';
 
 /**
- * The transport limits of docs/api.md §4, the same on both engines. Each engine enforces them
- * before (or around) the handlers, and answers them itself: they are about the request's
- * framing, not about any route.
+ * The transport limits of docs/api.md §5, the same on both engines, and written only here (the
+ * refusals below put them in their texts). Each engine enforces them before (or around) the
+ * handlers, and answers them itself: they are about the request's framing, not about any route.
  */
 export const MAX_HEAD_BYTES = 16 * 1024;
 export const MAX_URL_BYTES = 8 * 1024;
@@ -15,10 +15,10 @@ export const REQUEST_TIMEOUT_MS = 10_000;
 /** What an engine refuses by itself: an error of the catalogue (status and the envelope's `error`). */
 export type Refusal = AppError;
 
-export const HEAD_TOO_LARGE: Refusal = appError('ERR_HTTP_HEAD_TOO_LARGE');
-export const URL_TOO_LONG: Refusal = appError('ERR_HTTP_URL_TOO_LONG');
+export const HEAD_TOO_LARGE: Refusal = appError('ERR_HTTP_HEAD_TOO_LARGE', { maxKiB: MAX_HEAD_BYTES / 1024 });
+export const URL_TOO_LONG: Refusal = appError('ERR_HTTP_URL_TOO_LONG', { maxKiB: MAX_URL_BYTES / 1024 });
 export const LENGTH_CONFLICT: Refusal = appError('ERR_HTTP_LENGTH_CONFLICT');
-export const TOO_SLOW: Refusal = appError('ERR_HTTP_REQUEST_TIMEOUT');
+export const TOO_SLOW: Refusal = appError('ERR_HTTP_REQUEST_TIMEOUT', { seconds: REQUEST_TIMEOUT_MS / 1000 });
 export const NOT_HTTP: Refusal = appError('ERR_HTTP_NOT_HTTP');
 
 /**

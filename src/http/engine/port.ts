@@ -63,8 +63,8 @@ export interface EngineResponse {
   onAborted(handler: () => void): unknown;
   /**
    * Streams the request body; `isLast` marks the final chunk (empty for an empty body). A body
-   * that does not arrive within 10 s is answered 408 by the engine itself, or its connection
-   * closed (docs/api.md §4); `onAborted`'s handler then runs, and no last chunk ever comes.
+   * that does not arrive within REQUEST_TIMEOUT_MS (limits.ts) is answered 408 by the engine itself, or its connection
+   * closed (docs/api.md §5); `onAborted`'s handler then runs, and no last chunk ever comes.
    */
   onData(handler: (chunk: ArrayBuffer, isLast: boolean) => void): unknown;
   /**

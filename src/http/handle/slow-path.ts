@@ -70,6 +70,7 @@ export class SlowPath {
     body: Promise<BodyResult> | undefined,
     principal: Principal,
   ): Promise<void> {
+    if (route.kind === 'write') return this.#writeAnswer(t, route, p, failure, body);
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));
     let value: unknown;
@@ -79,8 +80,6 @@ export class SlowPath {
       value = b.value;
     }
     switch (route.kind) {
-      case 'write':
-        return this.#write(t, route, p, value);
       case 'log':
         return this.#changes(t, route, query, g);
       case 'audit':
@@ -92,6 +91,27 @@ export class SlowPath {
       default:
         return this.#read(t, route, p, query, value, g);
     }
+  }
+
+  /**
+   * A write hydrates nothing first: its outcome carries the revision. A refusal before it (a bad
+   * body) reads the revision alone, from the cached graph or else the database.
+   */
+  async #writeAnswer(t: TenantTarget, route: WriteRoute, p: string[], failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+    if (failure !== undefined) {
+      const revision = await this.#revisionNow(t.tenant);
+      return corked(t, () => this.#reply.error(t, failure, revision));
+    }
+    let value: unknown;
+    if (body !== undefined) {
+      const b = await body;
+      if (b.error !== undefined) {
+        const revision = await this.#revisionNow(t.tenant);
+        return corked(t, () => this.#reply.error(t, b.error, revision, b.close));
+      }
+      value = b.value;
+    }
+    return this.#write(t, route, p, value);
   }
 
   async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
@@ -172,6 +192,11 @@ export class SlowPath {
   #failed(t: TenantTarget, err: unknown): void {
     if (err instanceof AppError && err.status !== 500) return corked(t, () => this.#reply.error(t, err, this.#cache.get(t.tenant)?.revision));
     this.#reply.internal(t, err);
+  }
+
+  /** The revision of the tenant's cached graph, else the database's (no hydration). */
+  async #revisionNow(tenant: TenantId): Promise<number> {
+    return this.#cache.get(tenant)?.revision ?? (await this.#backend.revision(tenant));
   }
 
   /** The revision of the tenant's cached graph now, else of the one this request loaded. */

@@ -92,11 +92,6 @@ export class Reply {
     });
   }
 
-  /** The request's own `X-Request-Id` when acceptable, else a new one. */
-  requestIdOf(sent: string): string {
-    return this.#ids.of(sent);
-  }
-
   /** Reads what the reply needs from `req`; call during the handler's synchronous part. */
   target<T extends TenantId | ''>(res: EngineResponse, req: EngineRequest, tenant: T, series = -1): RequestTarget & { readonly tenant: T } {
     return {

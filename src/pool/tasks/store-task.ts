@@ -4,19 +4,18 @@ import { setPriority } from 'node:os';
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import { FieldCipher } from '../../crypto/field-cipher.ts';
 import { appError, toWire } from '../../errors/index.ts';
+import { createLogger } from '../../log/index.ts';
 import { encryptedMark, markMismatch, PLAINTEXT_MARK } from '../../store/encryption-mark.ts';
 import type { StoreSettings } from '../../store/settings.ts';
-import { ALL_STORE_METHODS, movableBuffers, type Store } from '../../store/port.ts';
+import { callOf, isStoreMethod } from '../../store/calls.ts';
+import { movableBuffers, type Store, type StoreMethod } from '../../store/port.ts';
 import { storeFailure } from '../../store/transient.ts';
 import { EncryptedStore } from '../../store/wrappers/encrypted.ts';
-import { callOf } from '../../store/wrappers/passing.ts';
 import { isSharedTask, type SharedTask, type Task, type TaskReply } from '../protocol.ts';
 
-const METHODS: ReadonlySet<string> = new Set(ALL_STORE_METHODS);
-
 /** Runs a task: the store's method of the task's name, with its arguments. */
-function run(store: Store, task: Task): Promise<unknown> {
-  if (!METHODS.has(task.method)) throw new Error(`no store method ${String(task.method)}`);
+function run<K extends StoreMethod>(store: Store, task: Task<K>): Promise<unknown> {
+  if (!isStoreMethod(task.method)) throw new Error(`no store method ${String(task.method)}`);
   return callOf(store, task.method, task.args);
 }
 
@@ -83,8 +82,12 @@ export function storeTask<S extends StoreSettings>(open: (settings: S) => Store)
   if ((workerData as StoreSettings).background === true) {
     try {
       setPriority(0, BACKGROUND_NICE);
-    } catch {
-      // Not permitted here (some sandboxes): the thread runs at normal priority.
+    } catch (err) {
+      // Not permitted here (a sandbox's system call filter): the thread runs at normal priority, and says so.
+      createLogger('warn', { role: 'store-thread' }).warn('store thread could not lower its CPU priority; it runs at normal priority', {
+        nice: BACKGROUND_NICE,
+        error: err instanceof Error ? err.message : String(err),
+      });
     }
   }
   // A failed opening (the database down at start-up) is tried again by the next task.

@@ -8,8 +8,8 @@ import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import type { AuditOfWrite } from '../../audit/record.ts';
 import { run, statement as s, type Db, type PostgresAccess, type Row, type Statement } from './sql.ts';
-import { imageOf, type GraphImage } from '../../authz/graph-image.ts';
-import { buildFromRows, emptyParts, joinedMemberships } from '../../authz/snapshot-build.ts';
+import { imageOfRows, type GraphImage } from '../../authz/graph-image.ts';
+import { joinedMemberships, NO_ROWS, snapshotOfRows, type TenantRows } from '../../authz/snapshot-build.ts';
 
 /** A tenant's roles (descriptions as hex: any text survives JSON) and grants, as two JSON columns of a snapshot. */
 const ROLES_AND_GRANTS = `(SELECT json_agg(json_build_array(r.role, encode(r.description, 'hex')) ORDER BY r.role)
@@ -67,20 +67,10 @@ const SQL = {
      RETURNING revision`,
   ),
   /**
-   * A whole tenant in one statement, so one snapshot: no transaction needed for a consistent
-   * read. Rows come in primary-key order, as from SQLite.
-   */
-  load: s(
-    'load',
-    `SELECT c.revision, ${ROLES_AND_GRANTS},
-       (SELECT json_agg(json_build_array(m."user", m.role) ORDER BY m."user", m.role)
-          FROM memberships m WHERE m.client_id = c.id) AS memberships
-     FROM clients c WHERE c.hash = $1`,
-  ),
-  /**
-   * The same snapshot for a hydration, memberships as one text (see joinedMemberships): a line
-   * per user, `user,role,role…`, lines joined by spaces. Commas and spaces are in no name. The
-   * lines come in user order from the memberships_by_user index: ordering them in the subquery
+   * A whole tenant in one statement, so one snapshot with no transaction: the one hydration read
+   * (rows in primary-key order, as from SQLite). Memberships come as one text (see
+   * joinedMemberships): a line per user, `user,role,role…`, lines joined by spaces. Commas and
+   * spaces are in no name (nor in a sealed name: base64). The lines come in user order from the memberships_by_user index: ordering them in the subquery
    * costs nothing, where an ORDER BY inside string_agg sorts them again (spilling to disk at a
    * million). The builder checks the order and sorts only if it is not so.
    */
@@ -124,21 +114,19 @@ export class PostgresTenants implements TenantStore {
   }
 
   async loadGraph(tenant: TenantId): Promise<GraphImage> {
-    const row = (await this.#query('loadGraph', SQL.loadGraph, [tenant]))[0];
-    if (row === undefined) return imageOf(0, emptyParts());
-    const memberships = joinedMemberships(String(row.memberships ?? ''), ' ', ',');
-    return imageOf(Number(row.revision), buildFromRows(rolesOf(row), (row.grants ?? []) as Array<[string, string]>, memberships));
+    return imageOfRows(await this.#loadRows(tenant));
   }
 
+  /** The same read as {@link loadGraph}'s (the one a hydration runs), as rows. */
   async load(tenant: TenantId): Promise<Snapshot> {
-    const row = (await this.#query('load', SQL.load, [tenant]))[0];
-    if (row === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
-    return {
-      revision: Number(row.revision),
-      roles: rolesOf(row),
-      grants: (row.grants ?? []) as Array<[string, string]>,
-      memberships: (row.memberships ?? []) as Array<[string, string]>,
-    };
+    return snapshotOfRows(await this.#loadRows(tenant));
+  }
+
+  async #loadRows(tenant: TenantId): Promise<TenantRows> {
+    const row = (await this.#query('loadGraph', SQL.loadGraph, [tenant]))[0];
+    if (row === undefined) return NO_ROWS;
+    const memberships = joinedMemberships(String(row.memberships ?? ''), ' ', ',');
+    return { revision: Number(row.revision), roles: rolesOf(row), grants: (row.grants ?? []) as Array<[string, string]>, memberships };
   }
 
   async revision(tenant: TenantId): Promise<number> {

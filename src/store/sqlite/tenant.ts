@@ -10,21 +10,13 @@ import { changeFromRow } from '../changelog.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
 import { storeFailure } from '../transient.ts';
 import type { AuditOfWrite, AuditRecord } from '../../audit/record.ts';
-import { imageOf, type GraphImage } from '../../authz/graph-image.ts';
-import { buildFromRows, emptyParts, groupedMemberships } from '../../authz/snapshot-build.ts';
+import { imageOfRows, type GraphImage } from '../../authz/graph-image.ts';
+import { groupedMemberships, NO_ROWS, snapshotOfRows, type TenantRows } from '../../authz/snapshot-build.ts';
 
 type Row = Record<string, unknown>;
 
 /** Joins a user's roles in one row of a hydration: no name may hold it (docs/api.md §4). */
 const ROLE_SEPARATOR = ',';
-
-/** A tenant's rows as a hydration reads them: memberships one row per user, roles joined. */
-interface GraphRows {
-  readonly revision: number;
-  readonly roles: Array<[string, string]>;
-  readonly grants: Array<[string, string]>;
-  readonly rolesOfUsers: Array<[string, string]>;
-}
 
 /**
  * The tenants' graphs on SQLite (see TenantStore): their state, revisions, changelog and writes.
@@ -36,8 +28,7 @@ export class SqliteTenants implements TenantStore {
   readonly #stmt: ReturnType<typeof prepare>;
   readonly #insertAudit: (r: AuditRecord) => void;
   readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
-  readonly #load: (tenant: TenantId) => Snapshot;
-  readonly #loadRows: (tenant: TenantId) => GraphRows | undefined;
+  readonly #loadRows: (tenant: TenantId) => TenantRows;
 
   constructor(db: Database.Database, insertAudit: (r: AuditRecord) => void) {
     this.#stmt = prepare(db);
@@ -56,21 +47,18 @@ export class SqliteTenants implements TenantStore {
       }),
     );
     this.#writeMany = (writes) => whenFree(() => manyTx.immediate(writes));
-    const loadTx = db.transaction((tenant: TenantId) => this.#readSnapshot(tenant));
-    this.#load = (tenant) => whenFree(() => loadTx.deferred(tenant));
     const rowsTx = db.transaction((tenant: TenantId) => this.#readRows(tenant));
     this.#loadRows = (tenant) => whenFree(() => rowsTx.deferred(tenant));
   }
 
   /** Read in one transaction, built after it: memberships come one row per user (see groupedMemberships). */
   async loadGraph(tenant: TenantId): Promise<GraphImage> {
-    const rows = this.#loadRows(tenant);
-    if (rows === undefined) return imageOf(0, emptyParts());
-    return imageOf(rows.revision, buildFromRows(rows.roles, rows.grants, groupedMemberships(rows.rolesOfUsers, ROLE_SEPARATOR)));
+    return imageOfRows(this.#loadRows(tenant));
   }
 
+  /** The same read as {@link loadGraph}'s (the one a hydration runs), as rows. */
   async load(tenant: TenantId): Promise<Snapshot> {
-    return this.#load(tenant);
+    return snapshotOfRows(this.#loadRows(tenant));
   }
 
   async revision(tenant: TenantId): Promise<number> {
@@ -107,27 +95,16 @@ export class SqliteTenants implements TenantStore {
     return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
   }
 
-  #readRows(tenant: TenantId): GraphRows | undefined {
+  /** A tenant's rows, the one hydration read: memberships one row per user, roles joined. */
+  #readRows(tenant: TenantId): TenantRows {
     const row = this.#stmt.tenantRow.get(tenant) as Row | undefined;
-    if (row === undefined) return undefined;
+    if (row === undefined) return NO_ROWS;
     const id = row.id;
     return {
       revision: Number(row.revision),
       roles: this.#stmt.roles.raw().all(id) as Array<[string, string]>,
       grants: this.#stmt.grants.raw().all(id) as Array<[string, string]>,
-      rolesOfUsers: this.#stmt.rolesOfUsers.raw().all(id) as Array<[string, string]>,
-    };
-  }
-
-  #readSnapshot(tenant: TenantId): Snapshot {
-    const row = this.#stmt.tenantRow.get(tenant) as Row | undefined;
-    if (row === undefined) return { revision: 0, roles: [], grants: [], memberships: [] };
-    const id = row.id;
-    return {
-      revision: Number(row.revision),
-      roles: this.#stmt.roles.raw().all(id) as Array<[string, string]>,
-      grants: this.#stmt.grants.raw().all(id) as Array<[string, string]>,
-      memberships: this.#stmt.memberships.raw().all(id) as Array<[string, string]>,
+      memberships: groupedMemberships(this.#stmt.rolesOfUsers.raw().all(id) as Array<[string, string]>, ROLE_SEPARATOR),
     };
   }
 
@@ -217,8 +194,6 @@ function prepare(db: Database.Database) {
     ),
     roles: prepared(db, 'SELECT role, description FROM roles WHERE client_id = ?'),
     grants: prepared(db, 'SELECT role, permission FROM grants WHERE client_id = ?'),
-    // By user, from the covering index: the graph then interns each user once and needs no sort.
-    memberships: prepared(db, 'SELECT user, role FROM memberships INDEXED BY memberships_by_user WHERE client_id = ? ORDER BY user, role'),
     // A user's roles in one row, read in user order from the covering index: a fifth of the rows
     // and strings a million memberships would take one row each.
     rolesOfUsers: prepared(

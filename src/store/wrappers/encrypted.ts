@@ -4,9 +4,10 @@ import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { refusalFor, refused, type RefusalCode } from '../../authz/write-rules.ts';
 import type { FieldCipher } from '../../crypto/field-cipher.ts';
+import { callOf, type StoreAnswer, type StoreArgs } from '../calls.ts';
 import type { AuditStore, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
-import { callOf, PassingStore } from './passing.ts';
+import { DelegatingStore } from './delegating.ts';
 
 /**
  * Field encryption around an adapter (docs/operations.md §7), run inside a pool thread: names,
@@ -17,7 +18,7 @@ import { callOf, PassingStore } from './passing.ts';
  * are sorted after hydration (the graph sorts), never by the database. Only the methods that
  * carry names are written here; every other call passes on untouched.
  */
-export class EncryptedStore extends PassingStore implements Store {
+export class EncryptedStore extends DelegatingStore {
   readonly #inner: Store;
   readonly #cipher: FieldCipher;
   /** Names written lately, encrypted: a write names a role or user written before more often than not. */
@@ -138,11 +139,11 @@ export class EncryptedStore extends PassingStore implements Store {
   }
 
   /** Tenant ids, revisions, leases, delivery outcomes, the meta calls: nothing to seal, passed on as they are. */
-  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
+  protected call<K extends StoreMethod>(method: K, args: StoreArgs<K>): Promise<StoreAnswer<K>> {
     return callOf(this.#inner, method, args);
   }
 
-  close(): Promise<void> {
+  override close(): Promise<void> {
     return this.#inner.close();
   }
 }

@@ -1,7 +1,8 @@
 import { AppError, errorMessage, fromWire } from '../../errors/index.ts';
+import { callOf, type StoreAnswer, type StoreArgs } from '../calls.ts';
 import type { PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { CircuitBreaker } from './breaker.ts';
-import { callOf, PassingStore } from './passing.ts';
+import { DelegatingStore } from './delegating.ts';
 import { backoffMs, withRetry, type RetryPolicy } from './retry.ts';
 import { sleep, systemClock, type Clock } from '../../time/clock.ts';
 
@@ -35,7 +36,7 @@ export class CircuitOpenError extends AppError {
  * at once with 503, so requests for uncached tenants and writes do not queue behind a dead
  * database; cached tenants are answered from memory without coming here.
  */
-export class ResilientStore extends PassingStore implements Store {
+export class ResilientStore extends DelegatingStore {
   readonly #inner: Store;
   readonly #breaker: CircuitBreaker;
   readonly #retry: RetryPolicy;
@@ -62,7 +63,7 @@ export class ResilientStore extends PassingStore implements Store {
    * Whether the circuit is open: true while calls are refused at once without asking the
    * database (then /ready reports the database missing), false while closed or half-open.
    */
-  get open(): boolean {
+  get circuitOpen(): boolean {
     return this.#breaker.state === 'open';
   }
 
@@ -91,43 +92,11 @@ export class ResilientStore extends PassingStore implements Store {
   }
 
   /**
-   * A batch of writes through the breaker. A batch that failed before committing is tried again
-   * whole; a write of it that failed before committing while the others went in is tried again
-   * with the other such writes, in the order given; each at most the policy's attempts.
+   * A batch of writes through the breaker, tried once: refused at once while the circuit is open;
+   * a database failure counts against it. Its caller retries (the write pipeline: see
+   * {@link mayRetryWrite}), so that no backoff waits where the caller holds a commit slot.
    */
   override async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    const results: Array<WriteSettled | undefined> = writes.map(() => undefined);
-    let pending = writes.map((_, i) => i);
-    for (let attempt = 1; pending.length > 0; attempt++) {
-      // Judged after each call: the call may have opened the circuit.
-      const mayRetry = (): boolean => attempt < this.#retry.attempts && this.#breaker.state !== 'open';
-      let settled: WriteSettled[];
-      try {
-        settled = await this.#guardedBatch(pending.map((i) => writes[i] as PendingWrite));
-      } catch (err) {
-        if (!mayRetry() || !retryable(err)) throw err;
-        this.#onRetry();
-        await sleep(this.#clock, backoffMs(this.#retry, attempt));
-        continue;
-      }
-      const again = mayRetry();
-      const retry: number[] = [];
-      settled.forEach((s, k) => {
-        const i = pending[k] as number;
-        if (again && !s.ok && fromWire(s.error).retryable) retry.push(i);
-        else results[i] = s;
-      });
-      pending = retry;
-      if (retry.length > 0) {
-        this.#onRetry();
-        await sleep(this.#clock, backoffMs(this.#retry, attempt));
-      }
-    }
-    return results as WriteSettled[];
-  }
-
-  /** One batch call: refused at once while the circuit is open; a database failure counts against it. */
-  async #guardedBatch(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     if (!this.#breaker.tryAcquire()) throw new CircuitOpenError(this.#breaker.retryAfterMs);
     let settled: WriteSettled[];
     try {
@@ -143,16 +112,31 @@ export class ResilientStore extends PassingStore implements Store {
   }
 
   /**
+   * Whether a write whose attempt number `attempt` (1 for the first) failed with `err` may be
+   * tried again: the failure says nothing committed, the policy has attempts left, and the
+   * circuit is not open (judged now: the failed call may have opened it).
+   */
+  mayRetryWrite(err: unknown, attempt: number): boolean {
+    return retryable(err) && attempt < this.#retry.attempts && this.#breaker.state !== 'open';
+  }
+
+  /** Waits the backoff after attempt number `attempt` of a batch of writes, counted as a retry. */
+  retryWait(attempt: number): Promise<void> {
+    this.#onRetry();
+    return sleep(this.#clock, backoffMs(this.#retry, attempt));
+  }
+
+  /**
    * Every call but a batch of writes: through the breaker, retried as the policy says. A retry
    * follows only a failure that says nothing committed (ERR_STORE_UNAVAILABLE, a conflict),
    * never ERR_STORE_COMMIT_UNKNOWN; a workflow run or claim repeated after such a failure finds
    * the schedule or delivery as it was.
    */
-  protected pass(method: StoreMethod, args: readonly unknown[]): Promise<unknown> {
+  protected call<K extends StoreMethod>(method: K, args: StoreArgs<K>): Promise<StoreAnswer<K>> {
     return this.#call(() => callOf(this.#inner, method, args));
   }
 
-  close(): Promise<void> {
+  override close(): Promise<void> {
     return this.#inner.close();
   }
 }

@@ -5,6 +5,7 @@
  */
 import { TenantGraph } from '../../../src/authz/graph.ts';
 import type { Change } from '../../../src/authz/changes.ts';
+import { graphOfSnapshot } from '../../helpers/graphs.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with --expose-gc');
@@ -45,9 +46,9 @@ function measure(label: string, make: () => TenantGraph): void {
   process.stdout.write(`${JSON.stringify({ label, estimate, retained: withGraph - without, grewBy: withGraph - before, dropped: g === undefined })}\n`);
 }
 
-measure('snapshot', () => TenantGraph.fromSnapshot({ revision: 1, roles, grants, memberships }));
+measure('snapshot', () => graphOfSnapshot({ revision: 1, roles, grants, memberships }));
 measure('snapshot and changes', () => {
-  const g = TenantGraph.fromSnapshot({ revision: 1, roles, grants, memberships });
+  const g = graphOfSnapshot({ revision: 1, roles, grants, memberships });
   for (const c of changes) g.apply(c, g.revision + 1);
   return g;
 });

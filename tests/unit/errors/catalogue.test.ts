@@ -9,6 +9,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { CircuitOpenError } from '../../../src/store/wrappers/resilient.ts';
+import { HEAD_TOO_LARGE, MAX_HEAD_BYTES, MAX_URL_BYTES, REQUEST_TIMEOUT_MS, TOO_SLOW, URL_TOO_LONG } from '../../../src/http/engine/limits.ts';
 import { AppError, appError, ERRORS, fromWire, isErrorCode, STATUS_TEXT, toWire, type ErrorCode } from '../../../src/errors/index.ts';
 
 const SRC = fileURLToPath(new URL('../../../src', import.meta.url));
@@ -114,4 +115,11 @@ test('errors cross boundaries as {code, message}; unknown codes and foreign erro
   assert.equal(fromWire({ code: 'ERR_FROM_A_NEWER_BUILD', message: 'm' }).code, 'ERR_INTERNAL');
   assert.deepEqual(toWire(new Error('boom')), { code: 'ERR_INTERNAL', message: 'boom' });
   assert.deepEqual(toWire('text'), { code: 'ERR_INTERNAL', message: 'text' });
+});
+
+test("the transport refusals' texts give the engine's own limits", () => {
+  assert.equal(HEAD_TOO_LARGE.message, `the request headers must be at most ${MAX_HEAD_BYTES / 1024} KiB in all`);
+  assert.equal(URL_TOO_LONG.message, `the URL (path and query) must be at most ${MAX_URL_BYTES / 1024} KiB`);
+  assert.equal(TOO_SLOW.message, `the request did not arrive within ${REQUEST_TIMEOUT_MS / 1000} s`);
+  assert.deepEqual([MAX_HEAD_BYTES, MAX_URL_BYTES, REQUEST_TIMEOUT_MS], [16 * 1024, 8 * 1024, 10_000], 'the limits docs/api.md §5 gives');
 });

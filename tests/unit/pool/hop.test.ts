@@ -18,7 +18,7 @@ import type { Store } from '../../../src/store/port.ts';
 import { prepared } from '../../../src/store/sqlite/prepared.ts';
 import { randomTenant } from '../../helpers/tenants.ts';
 import { TenantGraph } from '../../../src/authz/graph.ts';
-import { imageOfSnapshot } from '../../../src/authz/graph-image.ts';
+import { graphOfSnapshot } from '../../helpers/graphs.ts';
 
 const T0 = Date.UTC(2030, 0, 1);
 
@@ -79,7 +79,7 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
   assert.deepEqual(await pooled.load(tenant), await direct.load(tenant));
   // The graph built in the thread arrives as its buffers (copied when small): the same graph as packed here.
   const moved = TenantGraph.fromImage(await pooled.loadGraph(tenant));
-  const here = TenantGraph.fromImage(imageOfSnapshot(await direct.load(tenant)));
+  const here = graphOfSnapshot(await direct.load(tenant));
   assert.equal(moved.revision, here.revision);
   assert.equal(moved.estimatedBytes, here.estimatedBytes);
   assert.deepEqual(moved.members('ops'), ['alice', 'bob']);

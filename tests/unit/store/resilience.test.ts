@@ -4,7 +4,7 @@ import type { WriteOutcome } from '../../../src/authz/changes.ts';
 import { AppError } from '../../../src/errors/index.ts';
 import { CircuitBreaker, type BreakerState } from '../../../src/store/wrappers/breaker.ts';
 import type { Store, PendingWrite, WriteSettled } from '../../../src/store/port.ts';
-import { toWire } from '../../../src/errors/index.ts';
+import { fromWire, toWire } from '../../../src/errors/index.ts';
 import { CircuitOpenError, ResilientStore } from '../../../src/store/wrappers/resilient.ts';
 import { backoffMs, withRetry } from '../../../src/store/wrappers/retry.ts';
 import { tenantId } from '../../helpers/tenants.ts';
@@ -166,16 +166,16 @@ test('ResilientStore: transient failures are retried, the circuit opens and fail
   failing.on = true;
   await assert.rejects(r.revision(T), /connection refused/);
   assert.equal(calls.n, 3, 'three attempts');
-  assert.equal(r.open, false);
+  assert.equal(r.circuitOpen, false);
   await assert.rejects(r.writeMany([{ tenant: T, change: { op: 'role.delete', role: 'r' } }]), /connection refused/);
   assert.equal(calls.n, 4, 'the fourth failure opened the circuit: no further retry');
-  assert.equal(r.open, true);
+  assert.equal(r.circuitOpen, true);
   await assert.rejects(r.load(T), (err: unknown) => err instanceof CircuitOpenError && err.status === 503);
   assert.equal(calls.n, 4, 'refused without touching the database');
   failing.on = false;
   c.advance(1000);
   assert.equal(await r.revision(T), 0, 'the probe succeeds');
-  assert.equal(r.open, false);
+  assert.equal(r.circuitOpen, false);
   assert.equal(calls.n, 5);
 });
 
@@ -189,7 +189,7 @@ test('ResilientStore: a failure during commit is not retried; other errors do no
   failing.error = () => new AppError('ERR_INTERNAL', 'a bug');
   for (let i = 0; i < 5; i++) await assert.rejects(r.revision(T), /a bug/);
   assert.equal(calls.n, 6);
-  assert.equal(r.open, false, 'bugs are not outages');
+  assert.equal(r.circuitOpen, false, 'bugs are not outages');
 });
 
 test('ResilientStore: workflow calls are retried when nothing committed, never when the commit is unknown', async () => {
@@ -227,16 +227,31 @@ const ok = (w: PendingWrite): WriteSettled => ({ ok: true, value: { ok: true, re
 const failWith = (code: 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_COMMIT_UNKNOWN') => (): WriteSettled => ({ ok: false, error: toWire(new AppError(code, 'down')) });
 const batch = (...roles: string[]): PendingWrite[] => roles.map((role) => ({ tenant: T, change: { op: 'role.create', role, description: '' } }));
 
-test('ResilientStore.writeMany: writes that failed before committing are tried again, in order, alone', async () => {
-  // First call: b and d fail before committing, a and c go in; second call: b and d go in.
-  const { store, seen } = scriptedBatches([(w) => (w.change.role === 'b' || w.change.role === 'd' ? failWith('ERR_STORE_UNAVAILABLE')() : ok(w)), ok]);
-  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST);
-  const settled = await r.writeMany(batch('a', 'b', 'c', 'd'));
-  assert.deepEqual(seen, [
-    ['a', 'b', 'c', 'd'],
-    ['b', 'd'],
-  ]);
-  assert.ok(settled.every((s) => s.ok));
+test('ResilientStore.writeMany is one attempt; mayRetryWrite tells its caller what may be tried again, and retryWait counts the retry', async () => {
+  const { store, seen } = scriptedBatches([(w) => (w.change.role === 'b' ? failWith('ERR_STORE_UNAVAILABLE')() : ok(w)), ok]);
+  let retries = 0;
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST, () => retries++);
+  const settled = await r.writeMany(batch('a', 'b', 'c'));
+  assert.deepEqual(seen, [['a', 'b', 'c']], 'no retry inside the call: the caller holds a commit slot');
+  assert.deepEqual(
+    settled.map((s) => s.ok),
+    [true, false, true],
+  );
+  const failed = settled[1] as Extract<WriteSettled, { ok: false }>;
+  assert.equal(r.mayRetryWrite(fromWire(failed.error), 1), true, 'nothing committed: may be tried again');
+  assert.equal(r.mayRetryWrite(fromWire(failed.error), FAST.attempts), false, 'no attempt left');
+  assert.equal(r.mayRetryWrite(new AppError('ERR_STORE_COMMIT_UNKNOWN', 'cut off'), 1), false, 'may have committed');
+  assert.equal(r.mayRetryWrite(new CircuitOpenError(10), 1), false);
+  await r.retryWait(1);
+  assert.equal(retries, 1);
+});
+
+test('ResilientStore.mayRetryWrite: never while the circuit is open', async () => {
+  const { store } = scriptedBatches([failWith('ERR_STORE_UNAVAILABLE')]);
+  const r = new ResilientStore(store, new CircuitBreaker({ threshold: 1, cooldownMs: 60_000 }), FAST);
+  const [first] = await r.writeMany(batch('a'));
+  assert.equal(r.circuitOpen, true);
+  assert.equal(r.mayRetryWrite(fromWire((first as Extract<WriteSettled, { ok: false }>).error), 1), false);
 });
 
 test('ResilientStore.writeMany: a commit that may have happened is never tried again', async () => {
@@ -252,7 +267,7 @@ test('ResilientStore.writeMany: an open circuit refuses the batch without touchi
   const r = new ResilientStore(store, new CircuitBreaker({ threshold: 1, cooldownMs: 60_000 }), FAST);
   const first = await r.writeMany(batch('a'));
   assert.equal(first[0]?.ok, false);
-  assert.equal(r.open, true, 'the failed batch opened the circuit');
+  assert.equal(r.circuitOpen, true, 'the failed batch opened the circuit');
   await assert.rejects(r.writeMany(batch('b')), (err: unknown) => err instanceof CircuitOpenError);
   assert.deepEqual(seen, [['a']]);
 });

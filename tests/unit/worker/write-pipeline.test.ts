@@ -25,14 +25,22 @@ function manualStages() {
   const fanOuts: Array<Call<CommittedWrite, void>> = [];
   const schedules: ScheduleCall[] = [];
   const started: string[] = [];
+  /** Backoffs under way, by the attempt they follow; `pass` ends one. */
+  const waits: Array<{ readonly attempt: number; pass(): void }> = [];
+  /** Which failures the store lets be tried again: none unless the test says. */
+  const retry = { allowed: (_err: unknown, _attempt: number): boolean => false };
   const record = <I, O>(calls: Array<Call<I, O>>, batch: readonly I[]): Promise<O> => new Promise((settle, fail) => calls.push({ batch, settle, fail }));
   return {
     commits,
     fanOuts,
     schedules,
     started,
+    waits,
+    retry,
     stages: {
-      commit: (batch: readonly PendingWrite[]) => {
+      mayRetryWrite: (err: unknown, attempt: number) => retry.allowed(err, attempt),
+      retryWait: (attempt: number) => new Promise<void>((pass) => waits.push({ attempt, pass })),
+      writeMany: (batch: readonly PendingWrite[]) => {
         started.push(`commit ${names(batch).join(',')}`);
         return record(commits, batch);
       },
@@ -69,7 +77,7 @@ const SQLITE: PipelineLimits = { commitSlots: 1, fanOutSlots: 1, maxBatch: 256 }
 
 test('a lone write goes at once: committed, fanned out, then answered', async () => {
   const { commits, fanOuts, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   const answered: { outcome?: WriteOutcome } = {};
   void p.write(tenantId('t1'), grant('r', 'a')).then((o) => (answered.outcome = o));
   assert.equal(commits.length, 1, 'no waiting for a turn or a timer');
@@ -85,7 +93,7 @@ test('a lone write goes at once: committed, fanned out, then answered', async ()
 
 test('writes that arrive while a batch commits go together as the next batch', async () => {
   const { commits, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   void p.write(tenantId('t1'), grant('r', 'a'));
   for (const x of ['b', 'c', 'd']) void p.write(tenantId('t2'), grant('r', x));
   assert.equal(commits.length, 1, 'one commit in flight at a time on SQLite');
@@ -98,7 +106,7 @@ test('writes that arrive while a batch commits go together as the next batch', a
 
 test('the commit of batch k+1 overlaps the fan-out of batch k, and committed batches wait for the fan-out slot', async () => {
   const { commits, fanOuts, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   void p.write(tenantId('t'), grant('r', 'a'));
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
@@ -119,7 +127,7 @@ test('the commit of batch k+1 overlaps the fan-out of batch k, and committed bat
 
 test('a refusal is answered once every worker is at its revision; a failure rejects only its own write', async () => {
   const { commits, fanOuts, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   const refused = p.write(tenantId('t'), grant('r', 'x'));
   commits[0]?.settle([{ ok: true, value: { ok: false, error: { code: 'ERR_AUTHZ_ROLE_NOT_FOUND', message: "Role 'r' does not exist" }, revision: 7 } }]);
   await flush();
@@ -144,7 +152,7 @@ test('a refusal is answered once every worker is at its revision; a failure reje
 
 test('a commit call that throws rejects its batch; the pipeline goes on', async () => {
   const { commits, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   const a = p.write(tenantId('t'), grant('r', 'a'));
   void p.write(tenantId('t'), grant('r', 'b'));
   commits[0]?.fail(new Error('thread died'));
@@ -157,7 +165,7 @@ test('a commit call that throws rejects its batch; the pipeline goes on', async 
 
 test('with several commit slots, a tenant in flight waits: its writes keep their order', async () => {
   const { commits, stages } = manualStages();
-  const p = new WritePipeline(stages, { commitSlots: 3, fanOutSlots: 1, maxBatch: 256 });
+  const p = new WritePipeline(stages, stages, { commitSlots: 3, fanOutSlots: 1, maxBatch: 256 });
   void p.write(tenantId('t'), grant('r', 't1'));
   void p.write(tenantId('t'), grant('r', 't2'));
   void p.write(tenantId('u'), grant('r', 'u1'));
@@ -173,7 +181,7 @@ test('with several commit slots, a tenant in flight waits: its writes keep their
 
 test('batches are cut at maxBatch', async () => {
   const { commits, stages } = manualStages();
-  const p = new WritePipeline(stages, { commitSlots: 1, fanOutSlots: 1, maxBatch: 2 });
+  const p = new WritePipeline(stages, stages, { commitSlots: 1, fanOutSlots: 1, maxBatch: 2 });
   for (const x of ['a', 'b', 'c', 'd', 'e']) void p.write(tenantId('t'), grant('r', x));
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
@@ -205,7 +213,7 @@ const scheduleOf = (tenant: TenantId, workflow: string): ScheduleInput => ({
 
 test('a schedule change is made by the commit stage with its arguments and answers what the store answered; nothing is fanned out', async () => {
   const { schedules, fanOuts, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   const t = tenantId('t1');
   const put = p.putSchedule(scheduleOf(t, 'daily'), 1234, auditOf(t, 'workflow.schedule'));
   assert.equal(schedules.length, 1, 'a lone change goes at once');
@@ -224,7 +232,7 @@ test('a schedule change is made by the commit stage with its arguments and answe
 
 test("a schedule change waits for its tenant's commit in flight, and that tenant's later writes wait for it; other tenants' go along", async () => {
   const { commits, schedules, started, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   const [t, u] = [tenantId('t'), tenantId('u')];
   void p.write(t, grant('r', 'a'));
   const put = p.putSchedule(scheduleOf(t, 'daily'), 1, auditOf(t, 'workflow.schedule'));
@@ -247,7 +255,7 @@ test("a schedule change waits for its tenant's commit in flight, and that tenant
 
 test("a failed schedule change rejects its caller with the store's error, alone; a failed commit does not stop a change of its batch", async () => {
   const { commits, schedules, stages } = manualStages();
-  const p = new WritePipeline(stages, SQLITE);
+  const p = new WritePipeline(stages, stages, SQLITE);
   const [t, u, v] = [tenantId('t'), tenantId('u'), tenantId('v')];
   const down = new AppError('ERR_STORE_UNAVAILABLE', 'down');
   const failing = p.putSchedule(scheduleOf(t, 'daily'), 1, auditOf(t, 'workflow.schedule'));
@@ -266,4 +274,64 @@ test("a failed schedule change rejects its caller with the store's error, alone;
   assert.equal(schedules.length, 2, "the batch's schedule change is made although its writes failed");
   schedules[1]?.settle(true);
   assert.equal(await gone, true);
+});
+
+/** A failure that says nothing committed, as a batch settles it for one write. */
+const unavailable = (): WriteSettled => ({ ok: false, error: toWire(new AppError('ERR_STORE_UNAVAILABLE', 'down')) });
+/** The store's rule: a failure that says nothing committed, at most `attempts` attempts in all. */
+const retryable = (attempts: number) => (err: unknown, attempt: number) => err instanceof AppError && err.retryable && attempt < attempts;
+
+test("a write tried again waits out its backoff holding its tenant but no commit slot: other tenants' writes commit meanwhile", async () => {
+  const { commits, fanOuts, waits, retry, stages } = manualStages();
+  retry.allowed = retryable(3);
+  const p = new WritePipeline(stages, stages, SQLITE);
+  const [t, u] = [tenantId('t'), tenantId('u')];
+  const a = p.write(t, grant('r', 'a'));
+  commits[0]?.settle([unavailable()]);
+  await flush();
+  assert.deepEqual(
+    waits.map((w) => w.attempt),
+    [1],
+    'a waits the backoff after its first attempt',
+  );
+  assert.equal(p.queued, 1, 'a waiting write counts as queued (a graceful stop waits for it)');
+  void p.write(u, grant('r', 'b'));
+  void p.write(t, grant('r', 'c'));
+  assert.equal(commits.length, 2, 'the commit slot is free during the backoff');
+  assert.deepEqual(names(commits[1]?.batch ?? []), ['b'], "t's later write c does not overtake a");
+  commits[1]?.settle(committedAll(commits[1].batch));
+  await flush();
+  assert.equal(commits.length, 2, 'c still waits for a');
+  waits[0]?.pass();
+  await flush();
+  assert.deepEqual(names(commits[2]?.batch ?? []), ['a', 'c'], 'a is tried again first, then c');
+  commits[2]?.settle(committedAll(commits[2].batch));
+  await flush();
+  fanOuts[0]?.settle();
+  await flush();
+  assert.deepEqual(names(fanOuts[1]?.batch ?? []), ['a', 'c']);
+  fanOuts[1]?.settle();
+  assert.equal((await a).ok, true);
+  assert.equal(p.queued, 0);
+});
+
+test('a write is tried again only as the store allows, a failed batch call included; then it is rejected with its failure', async () => {
+  const { commits, waits, retry, stages } = manualStages();
+  retry.allowed = retryable(2);
+  const p = new WritePipeline(stages, stages, SQLITE);
+  const a = p.write(tenantId('t'), grant('r', 'a'));
+  commits[0]?.fail(new AppError('ERR_STORE_UNAVAILABLE', 'connection refused'));
+  await flush();
+  assert.equal(waits.length, 1, 'the whole batch failed before committing: tried again');
+  waits[0]?.pass();
+  await flush();
+  assert.deepEqual(names(commits[1]?.batch ?? []), ['a']);
+  commits[1]?.settle([unavailable()]);
+  await assert.rejects(a, (err: unknown) => err instanceof AppError && err.code === 'ERR_STORE_UNAVAILABLE', 'no attempt left');
+  assert.equal(waits.length, 1);
+  const b = p.write(tenantId('t'), grant('r', 'b'));
+  await flush();
+  commits[2]?.settle([{ ok: false, error: toWire(new AppError('ERR_STORE_COMMIT_UNKNOWN', 'cut off')) }]);
+  await assert.rejects(b, /cut off/, 'a commit that may have happened is never tried again');
+  assert.equal(waits.length, 1);
 });

@@ -1,0 +1,70 @@
+import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
+import type { AuditTrail } from '../audit/trail.ts';
+import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
+import type { TenantId } from '../authz/tenant.ts';
+import type { Backend } from '../http/server.ts';
+import type { WorkerMetrics } from '../metrics/worker.ts';
+import type { RunEntry, ScheduleEntry, ScheduleInput } from '../store/port.ts';
+import type { ResilientStore } from '../store/wrappers/resilient.ts';
+import { counted, countedSchedule } from './metrics.ts';
+import type { WritePipeline } from './write-pipeline.ts';
+
+/** The instance's Redis subscription as the primary reports it ('off' without Redis). */
+export interface RedisStatus {
+  state: 'off' | 'up' | 'down';
+}
+
+/** What the HTTP layer asks of the worker: writes through the pipeline (counted), reads from the store. */
+export class WorkerBackend implements Backend {
+  readonly #store: ResilientStore;
+  readonly #pipeline: WritePipeline;
+  readonly #trail: AuditTrail;
+  readonly #metrics: WorkerMetrics | undefined;
+  readonly #redis: RedisStatus;
+
+  constructor(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus) {
+    this.#store = store;
+    this.#pipeline = pipeline;
+    this.#trail = trail;
+    this.#metrics = metrics;
+    this.#redis = redis;
+  }
+
+  write(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome> {
+    return counted(this.#pipeline.write(tenant, change, audit), change.op, this.#metrics);
+  }
+  putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
+    return countedSchedule(this.#pipeline.putSchedule(schedule, nowMs, audit), 'workflow.schedule', this.#metrics);
+  }
+  deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
+    return countedSchedule(this.#pipeline.deleteSchedule(tenant, workflow, audit), 'workflow.unschedule', this.#metrics);
+  }
+  recordAudit(row: AuditRecord): void {
+    this.#trail.record(row);
+  }
+
+  audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]> {
+    return this.#store.audit(tenant, after, limit);
+  }
+  changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
+    return this.#store.changes(tenant, since, limit);
+  }
+  revision(tenant: TenantId): Promise<number> {
+    return this.#store.revision(tenant);
+  }
+  schedules(tenant: TenantId): Promise<ScheduleEntry[]> {
+    return this.#store.schedules(tenant);
+  }
+  runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined> {
+    return this.#store.runs(tenant, workflow, before, limit);
+  }
+
+  /** What `/ready` names as down: the database (unless it answers), Redis (as the primary reports it). */
+  async notReady(): Promise<string[]> {
+    const missing: string[] = [];
+    if (this.#store.circuitOpen) missing.push('database');
+    else await this.#store.ping().catch(() => missing.push('database'));
+    if (this.#redis.state === 'down') missing.push('redis');
+    return missing;
+  }
+}
