@@ -47,9 +47,9 @@ export class Adjacency {
   #end = 0;
   #garbage = 0;
 
-  /** Bytes held by the buffers. */
-  get bytes(): number {
-    return this.span.byteLength + this.#capacity.byteLength + this.values.byteLength;
+  /** The arrays the relation is made of (views, some perhaps of one buffer shared with others: see graph-image.ts). */
+  get arrays(): readonly ArrayBufferView[] {
+    return [this.span, this.values, this.#capacity];
   }
 
   /** The relation over buffers another thread filled (see {@link state}); it owns them from now on. */

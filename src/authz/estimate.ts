@@ -8,10 +8,19 @@ export const BASE_BYTES = 2048;
 /** A JS string's header, for the role descriptions (the only names kept as strings). */
 const STRING_HEADER_BYTES = 16;
 
-/** The memory of a graph made of `parts` (those left out count nothing) with `descriptions`. */
-export function estimatedBytes(parts: ReadonlyArray<{ readonly bytes: number } | undefined>, descriptions: ReadonlyArray<string | undefined>): number {
+/**
+ * The memory of a graph made of `parts` (those left out count nothing) with `descriptions`. Each
+ * buffer behind the parts' arrays counts once and whole: an image's buffer stays alive while any
+ * array still views it, even after the others outgrew it and moved to buffers of their own.
+ */
+export function estimatedBytes(
+  parts: ReadonlyArray<{ readonly arrays: readonly ArrayBufferView[] } | undefined>,
+  descriptions: ReadonlyArray<string | undefined>,
+): number {
   let bytes = BASE_BYTES + 8 * descriptions.length;
   for (const d of descriptions) if (d !== undefined) bytes += STRING_HEADER_BYTES + 2 * d.length;
-  for (const p of parts) bytes += p?.bytes ?? 0;
+  const buffers = new Set<ArrayBufferLike>();
+  for (const p of parts) for (const a of p?.arrays ?? []) buffers.add(a.buffer);
+  for (const b of buffers) bytes += b.byteLength;
   return bytes;
 }

@@ -88,7 +88,7 @@ export interface NameTableState {
  * Interned names of one kind (users, roles or permissions) in flat typed arrays: the characters
  * of every name in one buffer (one byte each while every name is Latin-1, two once one is not),
  * each id's start and length, and an open-addressing hash from name to id. Looking a name up
- * allocates nothing, and the memory is exactly {@link NameTable.bytes}: no string, Map or object
+ * allocates nothing, and the memory is exactly its {@link NameTable.arrays}: no string, Map or object
  * per name. Released ids are reused; the characters are compacted once most are garbage.
  */
 export class NameTable<T extends number> {
@@ -157,9 +157,9 @@ export class NameTable<T extends number> {
     return this.#idEnd;
   }
 
-  /** Bytes held by the buffers. */
-  get bytes(): number {
-    return this.#chars.byteLength + this.#span.byteLength + this.#free.byteLength + this.#slots.byteLength;
+  /** The arrays the table is made of (views, some perhaps of one buffer shared with others: see graph-image.ts). */
+  get arrays(): readonly ArrayBufferView[] {
+    return [this.#chars, this.#span, this.#free, this.#slots];
   }
 
   isLive(id: number): boolean {

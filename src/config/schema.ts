@@ -79,7 +79,7 @@ export const configSchema = {
       minimum: 100,
       maximum: 3600000,
       default: 2000,
-      description: 'With Redis: how often the revisions of cached tenants are compared with the database.',
+      description: 'How often each worker asks the database which tenants changed since its last look (the backstop for a lost change message).',
     },
     AUTH_HTTP_ENGINE: {
       type: 'string',

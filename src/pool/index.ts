@@ -1,8 +1,6 @@
 import { extname } from 'node:path';
 import { Piscina } from 'piscina';
 import { fromWire } from '../errors/index.ts';
-import type { GraphImage } from '../authz/graph-image.ts';
-import type { TenantId } from '../authz/tenant.ts';
 import type { StoreAnswer, StoreArgs } from '../store/calls.ts';
 import type { StoreMethod } from '../store/port.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
@@ -25,7 +23,7 @@ const SHARED_MAX = 32;
 /** A hydration waiting for a connection. */
 interface HeldCall {
   readonly task: Task<'loadGraph'>;
-  resolve(value: GraphImage): void;
+  resolve(value: StoreAnswer<'loadGraph'>): void;
   reject(err: unknown): void;
 }
 
@@ -83,8 +81,8 @@ export class PooledStore extends DelegatingStore {
   }
 
   /** A hydration: a task of its own, or, while every connection is busy, a place in the next shared one. */
-  override loadGraph(tenant: TenantId): Promise<GraphImage> {
-    const task: Task<'loadGraph'> = { method: 'loadGraph', args: [tenant] };
+  override loadGraph(...args: StoreArgs<'loadGraph'>): Promise<StoreAnswer<'loadGraph'>> {
+    const task: Task<'loadGraph'> = { method: 'loadGraph', args };
     if (this.#running < this.#connections) return this.#runAlone(task);
     return new Promise((resolve, reject) => this.#held.push({ task, resolve, reject }));
   }
@@ -137,7 +135,7 @@ function valueOf(reply: TaskReply): unknown {
 function settle(call: HeldCall, reply: TaskReply | undefined): void {
   try {
     if (reply === undefined) throw new Error('a shared task answered fewer calls than it carried');
-    call.resolve(valueOf(reply) as GraphImage);
+    call.resolve(valueOf(reply) as StoreAnswer<'loadGraph'>);
   } catch (err) {
     call.reject(err);
   }
