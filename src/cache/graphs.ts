@@ -84,10 +84,4 @@ export class Graphs {
     this.#real.delete(tenant);
     this.#empty.delete(tenant);
   }
-
-  /** Every cached tenant and its graph, without touching recency. */
-  *entries(): Generator<[TenantId, TenantGraph]> {
-    yield* this.#real.entries();
-    yield* this.#empty.entries();
-  }
 }

@@ -143,13 +143,6 @@ export class TenantCache {
     return this.#graphs.peek(tenant)?.revision;
   }
 
-  /** The cached tenants and the revision of each graph (without touching their recency). */
-  revisions(): Array<[TenantId, number]> {
-    const out: Array<[TenantId, number]> = [];
-    for (const [tenant, g] of this.#graphs.entries()) out.push([tenant, g.revision]);
-    return out;
-  }
-
   /**
    * Brings a cached graph up to `stored` (a revision the database reported) by replaying the
    * changelog; a graph that cannot be brought up is dropped, so the next request hydrates.

@@ -63,7 +63,7 @@ export class PooledStore extends DelegatingStore {
       concurrentTasksPerWorker: plan.concurrency,
       // A pool thread's garbage is short-lived rows and strings; V8's default young generation
       // (tens of MiB per thread) stays resident once a burst of hydrations grew it.
-      resourceLimits: { maxYoungGenerationSizeMb: Number(process.env.POOL_YOUNG_MB ?? POOL_YOUNG_GENERATION_MB) },
+      resourceLimits: { maxYoungGenerationSizeMb: POOL_YOUNG_GENERATION_MB },
     });
     // Unheard, piscina's 'error' event would throw and take the whole process down with the thread.
     this.#pool.on('error', onThreadError);
