@@ -85,6 +85,9 @@ export class TenantGraph {
   apply(change: Change, revision: number): ApplyResult {
     if (revision <= this.#revision) return 'stale';
     if (revision !== this.#revision + 1) return 'gap';
+    // A change patches both sides of a relation: a side left out must be made from the other first.
+    this.#members ??= this.#membersOfRole;
+    this.#rolesByPerm ??= this.#rolesOfPerm;
     switch (change.op) {
       case 'role.create':
         this.#createRole(change.role, change.description);
