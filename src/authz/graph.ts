@@ -18,7 +18,8 @@ const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 
  * The permission graph of one tenant at one revision. Pure and synchronous: every read route is
  * answered from here. Names are interned in three {@link NameTable}s and the relations are four
  * {@link Adjacency} buffers (user → roles, role → members sorted by name, role → permissions,
- * permission → roles), so the graph's memory is the byte length of its buffers, which is what
+ * permission → roles; a small graph makes the second and fourth when first needed), so the
+ * graph's memory is the byte length of the buffers behind them, which is what
  * {@link TenantGraph.estimatedBytes} reports. Lists come back sorted by code point (names are
  * ASCII, so UTF-16 order is code-point order) and are memoised until the next change.
  */
