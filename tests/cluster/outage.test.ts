@@ -42,7 +42,9 @@ test(
         AUTH_POSTGRESQL_CONNECT_TIMEOUT_MS: '1000',
         AUTH_WORKERS: '2',
         AUTH_DB_BREAKER_THRESHOLD: '3',
-        AUTH_DB_BREAKER_COOLDOWN_MS: '1000',
+        // Longer than the twelve writes below take on a loaded machine (the suite runs two files at
+        // once): a half-open probe among the last of them would not say "circuit open".
+        AUTH_DB_BREAKER_COOLDOWN_MS: '5000',
       },
     });
     t.after(() => server.kill());
