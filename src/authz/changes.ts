@@ -1,49 +1,133 @@
 import type { WireError } from '../errors/index.ts';
 
-/** A committed write, as the store records it and as every cache applies it. */
+/**
+ * When an edge (a grant or a membership) is active (docs/api.md §12.1): from `notBefore` (on)
+ * until `expiresAt` (off), in microseconds since the epoch; a missing bound is open. An edge
+ * without either is permanent.
+ */
+export interface Window {
+  readonly notBefore?: number;
+  readonly expiresAt?: number;
+}
+
+/** The edges a change names: a grant (role → permission) or a membership (user → role). */
+type GrantEdge = { readonly role: string; readonly permission: string };
+type MemberEdge = { readonly user: string; readonly role: string };
+
+/**
+ * A committed write, as the store records it and as every cache applies it. `*.window` replaces
+ * an edge's window (`{}` makes it permanent); `*.activate` and `*.expire` are the boundary
+ * changes the service commits itself when a window's `notBefore` or `expiresAt` passes: each
+ * names the bound it passed, and applies only while the edge still has that bound (a window
+ * replaced in the meantime is left alone).
+ */
 export type Change =
   | { readonly op: 'role.create'; readonly role: string; readonly description: string }
   | { readonly op: 'role.delete'; readonly role: string }
-  | { readonly op: 'permission.grant'; readonly role: string; readonly permission: string }
-  | { readonly op: 'permission.revoke'; readonly role: string; readonly permission: string }
-  | { readonly op: 'membership.add'; readonly user: string; readonly role: string }
-  | { readonly op: 'membership.remove'; readonly user: string; readonly role: string };
+  | ({ readonly op: 'permission.grant' } & GrantEdge & Window)
+  | ({ readonly op: 'permission.revoke' } & GrantEdge)
+  | ({ readonly op: 'permission.window' } & GrantEdge & Window)
+  | ({ readonly op: 'permission.activate'; readonly notBefore: number } & GrantEdge)
+  | ({ readonly op: 'permission.expire'; readonly expiresAt: number } & GrantEdge)
+  | ({ readonly op: 'membership.add' } & MemberEdge & Window)
+  | ({ readonly op: 'membership.remove' } & MemberEdge)
+  | ({ readonly op: 'membership.window' } & MemberEdge & Window)
+  | ({ readonly op: 'membership.activate'; readonly notBefore: number } & MemberEdge)
+  | ({ readonly op: 'membership.expire'; readonly expiresAt: number } & MemberEdge);
 
 export type ChangeOp = Change['op'];
 
-export const CHANGE_OPS: readonly ChangeOp[] = ['role.create', 'role.delete', 'permission.grant', 'permission.revoke', 'membership.add', 'membership.remove'];
+export const CHANGE_OPS: readonly ChangeOp[] = [
+  'role.create',
+  'role.delete',
+  'permission.grant',
+  'permission.revoke',
+  'permission.window',
+  'permission.activate',
+  'permission.expire',
+  'membership.add',
+  'membership.remove',
+  'membership.window',
+  'membership.activate',
+  'membership.expire',
+];
 
-/** A change as the changelog keeps it. */
+/** The boundary changes: committed by the service when a window's bound passes, never asked for. */
+export type BoundaryChange = Extract<Change, { readonly op: `${string}.activate` | `${string}.expire` }>;
+
+export function isBoundary(change: Change): change is BoundaryChange {
+  return change.op.endsWith('.activate') || change.op.endsWith('.expire');
+}
+
+/** The window a change gives its edge, when it gives one (grant, add, window). */
+export function windowOf(change: Change): Window | undefined {
+  switch (change.op) {
+    case 'permission.grant':
+    case 'permission.window':
+    case 'membership.add':
+    case 'membership.window':
+      return change.notBefore === undefined && change.expiresAt === undefined ? undefined : { notBefore: change.notBefore, expiresAt: change.expiresAt };
+    default:
+      return undefined;
+  }
+}
+
+/** Whether `w` is open at `nowMicros` (`notBefore` ≤ now < `expiresAt`); no window is always open. */
+export function isOpen(w: Window | undefined, nowMicros: number): boolean {
+  if (w === undefined) return true;
+  return (w.notBefore === undefined || w.notBefore <= nowMicros) && (w.expiresAt === undefined || nowMicros < w.expiresAt);
+}
+
+/** A change as the changelog keeps it: each change of one write request has that request's revision. */
 export interface ChangeRecord {
   readonly revision: number;
   readonly change: Change;
-  /** When it committed (wire timestamp format). */
+  /** When it committed, or for a boundary change the boundary itself (wire timestamp format). */
   readonly at: string;
 }
+
+/** A windowed edge as stored: which edge, and its window. */
+export type WindowedEdge =
+  | ({ readonly kind: 'permission' } & GrantEdge & Window)
+  | ({ readonly kind: 'membership' } & MemberEdge & Window);
 
 /** Everything a tenant holds at one revision, as read from the store in one transaction. */
 export interface Snapshot {
   readonly revision: number;
   readonly roles: ReadonlyArray<readonly [role: string, description: string]>;
+  /** Every grant and membership, active or not; those with a window are in `windows` too. */
   readonly grants: ReadonlyArray<readonly [role: string, permission: string]>;
   readonly memberships: ReadonlyArray<readonly [user: string, role: string]>;
+  readonly windows: readonly WindowedEdge[];
 }
 
-/** What a committed write reports back. */
-export interface WriteCommitted {
-  readonly ok: true;
-  readonly revision: number;
-  readonly change: Change;
+/** What one change of a committed write did beyond itself. */
+export interface ChangeEffect {
   /** For role.delete: what went with the role. */
   readonly permissionsRemoved?: number;
   readonly membershipsRemoved?: number;
 }
 
-/** A write the store refused (404/409): nothing changed; `revision` is the tenant's current one. */
+/**
+ * A committed write request: its changes, in order, all at one revision. A `*.window` asked for
+ * an edge that did not exist commits as its creation (`permission.grant`, `membership.add`), so
+ * `changes` are the changes as committed.
+ */
+export interface WriteCommitted {
+  readonly ok: true;
+  readonly revision: number;
+  readonly changes: readonly Change[];
+  /** Per change, in the same order. */
+  readonly effects: readonly ChangeEffect[];
+}
+
+/** A write the store refused (404/409/412): nothing changed; `revision` is the tenant's current one. */
 export interface WriteRefused {
   readonly ok: false;
   readonly error: WireError;
   readonly revision: number;
+  /** Which change of the request was refused (absent when the request as a whole was: 412). */
+  readonly index?: number;
 }
 
 export type WriteOutcome = WriteCommitted | WriteRefused;

@@ -105,6 +105,12 @@ export const ERRORS = {
     retryable: false,
     message: (p: MembershipParams) => `User '${p.user}' is not a member of role '${p.role}'`,
   },
+  /** If-Match named a revision the client is no longer (or not yet) at (docs/api.md §12.4). */
+  ERR_PRECONDITION_FAILED: {
+    status: 412,
+    retryable: false,
+    message: (p: { readonly expected: number; readonly current: number }) => `If-Match "${p.expected}" does not match the current revision ${p.current}`,
+  },
   ERR_WORKFLOW_SCHEDULE_NOT_FOUND: {
     status: 404,
     retryable: false,
@@ -172,6 +178,7 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   405: 'Method not allowed',
   408: 'Request timeout',
   409: 'Conflict',
+  412: 'Precondition failed',
   413: 'Payload too large',
   414: 'URI too long',
   415: 'Unsupported media type',

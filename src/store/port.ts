@@ -1,5 +1,5 @@
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
-import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { BoundaryChange, Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import { buffersOf, isGraphImage, type GraphImage } from '../authz/graph-image.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
@@ -50,13 +50,32 @@ export interface TenantStore {
   /** Committed changes with a revision above `since`, ascending, at most `limit`. */
   changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]>;
   /**
-   * Applies many changes, in the order given for any one tenant. Each is checked against the
-   * stored state and is atomic: the change, the tenant's revision + 1 and a changelog row commit
-   * together or not at all; a refusal is a value (an outcome), not a failure. Each settles on its
-   * own: one that fails does not fail the others, unless the failure is the commit they share
-   * (then none of them is in, and each reports that failure).
+   * Applies many write requests, in the order given for any one tenant. Each is checked against
+   * the stored state and is atomic: its changes (in order, a later one seeing the earlier ones),
+   * the tenant's revision + 1 and one changelog row per change, all at that revision, commit
+   * together or not at all; a refusal is a value (an outcome naming the change refused), not a
+   * failure. Each settles on its own: one that fails does not fail the others, unless the failure
+   * is the commit they share (then none of them is in, and each reports that failure).
    */
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
+  /**
+   * Commits the boundaries of every tenant's windows that passed by `nowMicros` (docs/api.md
+   * §12.1), oldest first, at most `limit`: each its own write (`*.activate` drops the edge's
+   * `notBefore`, `*.expire` deletes the edge), revision + 1, a changelog row timed at the boundary,
+   * an audit row by `system`. Each applies only while the edge still has that very bound, so a
+   * boundary is committed once whoever calls, however often (an edge whose window was replaced is
+   * left alone). Answers what it committed, in commit order.
+   */
+  commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
+}
+
+/** A boundary change that {@link TenantStore.commitBoundaries} committed. */
+export interface BoundaryCommitted {
+  readonly tenant: TenantId;
+  readonly revision: number;
+  readonly change: BoundaryChange;
+  /** The boundary (wire timestamp format): the changelog row's time. */
+  readonly at: string;
 }
 
 /** The audit trail. */
@@ -131,11 +150,17 @@ export interface CreatedTenants {
   readonly cursor: string;
 }
 
-/** One write of a {@link TenantStore.writeMany} batch. */
+/** One write request of a {@link TenantStore.writeMany} batch. */
 export interface PendingWrite {
   readonly tenant: TenantId;
-  readonly change: Change;
-  /** The request's audit row, committed with the change when it commits (never with a refusal). */
+  /** In order; one or more (an atomic batch, docs/api.md §12.2). */
+  readonly changes: readonly Change[];
+  /** If-Match (docs/api.md §12.4): commit only while the tenant is at this revision, else refuse with ERR_PRECONDITION_FAILED. */
+  readonly ifMatch?: number | undefined;
+  /**
+   * The request's audit row, committed with the changes when they commit (never with a refusal):
+   * one row per change, each with the change's op as its action.
+   */
   readonly audit?: AuditOfWrite | undefined;
 }
 
