@@ -1,4 +1,4 @@
-import type { Snapshot } from './changes.ts';
+import type { Snapshot, WindowedEdge } from './changes.ts';
 import type { PermId, RoleId, UserId } from './ids.ts';
 import { Adjacency, type AdjacencyState } from './adjacency.ts';
 import { NameTable, type NameTableState } from './name-table.ts';
@@ -22,13 +22,15 @@ export interface GraphImage {
   /** See {@link imageOf}: per array its byte offset and length, then the tables' and relations' counters. */
   readonly layout: readonly number[];
   readonly descriptions: ReadonlyArray<string | undefined>;
+  /** The edges with a window, by name (few; absent when none). */
+  readonly windows?: readonly WindowedEdge[];
 }
 
 type Packed = Uint8Array | Uint16Array | Uint32Array | Int32Array;
 
 /** The image of the graph a tenant's rows make: what a store's `loadGraph` answers. */
 export function imageOfRows(rows: TenantRows): GraphImage {
-  return imageOf(rows.revision, buildFromRows(rows.roles, rows.grants, rows.memberships));
+  return imageOf(rows.revision, buildFromRows(rows.roles, rows.grants, rows.memberships, rows.windows));
 }
 
 /** The image of the graph a snapshot makes. */
@@ -63,7 +65,7 @@ export function imageOf(revision: number, p: GraphParts): GraphImage {
   arrays.forEach((a, i) => a !== undefined && into.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), layout[2 * i] as number));
   for (const t of tables) layout.push(t.chars instanceof Uint16Array ? 1 : 0, t.charsEnd, t.garbageChars, t.idEnd, t.freeCount, t.deletedSlots, t.size);
   for (const a of relations) layout.push(a.end, a.garbage);
-  return { revision, buffer, layout, descriptions: p.descriptions };
+  return p.windows.length === 0 ? { revision, buffer, layout, descriptions: p.descriptions } : { revision, buffer, layout, descriptions: p.descriptions, windows: p.windows };
 }
 
 /** Every packed array of the parts, in the image's order. */
@@ -101,7 +103,7 @@ export function partsOf(image: GraphImage): AdoptedParts {
   };
   const [rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm] = [relation(), relation(), relation(), relation()];
   if (rolesOfUser === undefined || permsOfRole === undefined) throw new Error('a graph image without its forward relations');
-  return { userNames, roleNames, permNames, rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm, descriptions: [...image.descriptions] };
+  return { userNames, roleNames, permNames, rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm, descriptions: [...image.descriptions], windows: image.windows ?? [] };
 }
 
 /** Whether a value is a graph image (a pool thread may move its buffer instead of copying it). */

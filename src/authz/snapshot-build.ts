@@ -1,5 +1,5 @@
 import type { PermId, RoleId, UserId } from './ids.ts';
-import type { Snapshot } from './changes.ts';
+import type { Snapshot, WindowedEdge } from './changes.ts';
 import { Adjacency } from './adjacency.ts';
 import { NameTable } from './name-table.ts';
 
@@ -13,6 +13,8 @@ export interface GraphParts {
   readonly permsOfRole: Adjacency;
   readonly rolesOfPerm: Adjacency;
   readonly descriptions: Array<string | undefined>;
+  /** The edges with a window (docs/api.md §12.1): few, kept by name beside the buffers. */
+  readonly windows: readonly WindowedEdge[];
 }
 
 /**
@@ -35,6 +37,7 @@ export function emptyParts(): GraphParts {
     permsOfRole: new Adjacency(),
     rolesOfPerm: new Adjacency(),
     descriptions: [],
+    windows: [],
   };
 }
 
@@ -50,24 +53,27 @@ export interface TenantRows {
   readonly roles: Snapshot['roles'];
   readonly grants: Snapshot['grants'];
   readonly memberships: Memberships;
+  /** Every grant and membership with a window (each is among `grants` or `memberships` too). */
+  readonly windows: readonly WindowedEdge[];
 }
 
 /** The rows of a tenant the database does not know: revision 0, nothing in it. */
-export const NO_ROWS: TenantRows = { revision: 0, roles: [], grants: [], memberships: () => undefined };
+export const NO_ROWS: TenantRows = { revision: 0, roles: [], grants: [], memberships: () => undefined, windows: [] };
 
 /** The rows as a {@link Snapshot}: memberships one pair each, by user then role in code point order. */
 export function snapshotOfRows(rows: TenantRows): Snapshot {
   const memberships: Array<readonly [string, string]> = [];
   rows.memberships((user, role) => memberships.push([user, role]));
   memberships.sort(([u1, r1], [u2, r2]) => (u1 < u2 ? -1 : u1 > u2 ? 1 : r1 < r2 ? -1 : r1 > r2 ? 1 : 0));
-  return { revision: rows.revision, roles: rows.roles, grants: rows.grants, memberships };
+  return { revision: rows.revision, roles: rows.roles, grants: rows.grants, memberships, windows: rows.windows };
 }
 
 /** The parts of a snapshot's graph (see {@link buildFromRows}). */
 export function buildFromSnapshot(s: Snapshot): GraphParts {
-  return buildFromRows(s.roles, s.grants, (visit) => {
+  const memberships: Memberships = (visit) => {
     for (const [user, role] of s.memberships) visit(user, role);
-  });
+  };
+  return buildFromRows(s.roles, s.grants, memberships, s.windows);
 }
 
 /**
@@ -76,8 +82,8 @@ export function buildFromSnapshot(s: Snapshot): GraphParts {
  * order leaves every role's members sorted by name without comparing a name. Grants and
  * memberships naming an unknown role are ignored, as the changes would be.
  */
-export function buildFromRows(roles: Snapshot['roles'], grants: Snapshot['grants'], memberships: Memberships): GraphParts {
-  const parts = emptyParts();
+export function buildFromRows(roles: Snapshot['roles'], grants: Snapshot['grants'], memberships: Memberships, windows: readonly WindowedEdge[] = []): GraphParts {
+  const parts = { ...emptyParts(), windows };
   const { roleNames, descriptions } = parts;
   for (const [role, description] of roles) {
     if (roleNames.id(role) !== undefined) continue;
