@@ -120,7 +120,7 @@ export function readWriteItem(item: unknown, index: number, nowMicros: number): 
 }
 
 /** An item of a write request as read: the change it asks, or why it is refused. */
-export type WriteItem = { readonly change: Change; readonly error?: undefined } | { readonly error: AppError };
+export type WriteItem = { readonly change: Change; readonly error?: undefined } | { readonly change?: undefined; readonly error: AppError };
 
 /**
  * Every item of a write request, each read on its own (for `/api/dry-run`, which answers each
