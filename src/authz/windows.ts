@@ -33,7 +33,8 @@ export class EdgeWindows {
   /** Per role id, how many of its edges have a window (holes: none). */
   readonly #timedEdges: number[] = [];
   readonly now: MicroClock;
-  /** The earliest bound after the last {@link passedBoundarySince} look: until then, what is active stays as it was. */
+  /** The instant of the last {@link passedBoundarySince} look, and the earliest bound after it: between them, what is active stays as it was. */
+  #lookedAt = Infinity;
   #nextBound = -Infinity;
 
   constructor(now: MicroClock) {
@@ -76,11 +77,12 @@ export class EdgeWindows {
   }
 
   /**
-   * Whether a bound passed since the last call answered true (or since the windows changed): the
-   * lists derived from the graph, which hold for one set of active edges, must be made again.
+   * Whether a bound passed since the last look (or the windows changed, or the clock went back):
+   * the lists derived from the graph, which hold for one set of active edges, must be made again.
    */
   passedBoundarySince(now: number): boolean {
-    if (now < this.#nextBound) return false;
+    if (now >= this.#lookedAt && now < this.#nextBound) return false;
+    this.#lookedAt = now;
     let next = Infinity;
     for (const w of this.#grants.values()) next = Math.min(next, nextBoundOf(w, now));
     for (const w of this.#members.values()) next = Math.min(next, nextBoundOf(w, now));
