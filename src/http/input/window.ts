@@ -77,23 +77,16 @@ export function readWindowKeys(obj: Record<string, unknown>, nowMicros: number, 
 }
 
 /**
- * The window asked by the body of a grant or membership write: `{}` (permanent) when the body is
- * absent (empty) or names no bound. Throws a 400 naming the field, as {@link readWindowKeys}, or
- * naming the body when it is not an object or has another key.
+ * The window asked by the body of a grant or membership write; undefined (a permanent edge) when
+ * the body is absent (empty) or names no bound. Throws a 400 naming the field, as
+ * {@link readWindowKeys}, or naming the body when it is not an object or has another key.
  */
-export function parseWindowBody(body: unknown, nowMicros: number): Window {
-  if (body === undefined) return {};
+export function parseWindow(body: unknown, nowMicros: number): Window | undefined {
+  if (body === undefined) return undefined;
   if (!isJsonObject(body)) throw bodyError('body must be a JSON object');
   for (const key of Object.keys(body)) {
     if (!(WINDOW_KEYS as readonly string[]).includes(key)) throw bodyError(`body has an unknown key '${key}'`);
   }
-  return readWindowKeys(body, nowMicros);
-}
-
-/** The wire form of a window's bounds, the keys a window adds to an answer: `{}` for a permanent edge. */
-export function windowJson(w: Window | undefined): { not_before?: string; expires_at?: string } {
-  const out: { not_before?: string; expires_at?: string } = {};
-  if (w?.notBefore !== undefined) out.not_before = formatInstant(w.notBefore);
-  if (w?.expiresAt !== undefined) out.expires_at = formatInstant(w.expiresAt);
-  return out;
+  const w = readWindowKeys(body, nowMicros);
+  return w.notBefore === undefined && w.expiresAt === undefined ? undefined : w;
 }

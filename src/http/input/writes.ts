@@ -41,7 +41,7 @@ function isWriteOp(op: string): op is WriteOp {
  * the body) when the body is absent, not an object, has a key other than `writes`, or when
  * `writes` is not an array of 1 to 1000 items. The items themselves are not looked at.
  */
-export function readWriteList(body: unknown): readonly unknown[] {
+export function parseWriteList(body: unknown): readonly unknown[] {
   if (body === undefined) throw bodyError("body must have the key 'writes'");
   if (!isJsonObject(body)) throw bodyError('body must be a JSON object');
   for (const key of Object.keys(body)) {
@@ -98,7 +98,7 @@ function readOp(item: unknown, at: string): WriteOp {
  * The change item `index` of a write request asks, its window checked against `nowMicros` (the
  * time the write commits). Throws a 400 naming `writes[index]` and its faulty field.
  */
-export function readWriteItem(item: unknown, index: number, nowMicros: number): Change {
+export function parseWriteItem(item: unknown, index: number, nowMicros: number): Change {
   const at = `writes[${index}]`;
   const op = readOp(item, at);
   const w = item as Record<string, unknown>;
@@ -124,12 +124,12 @@ export type WriteItem = { readonly change: Change; readonly error?: undefined } 
 
 /**
  * Every item of a write request, each read on its own (for `/api/dry-run`, which answers each
- * item's status): throws only for the body as a whole ({@link readWriteList}).
+ * item's status): throws only for the body as a whole ({@link parseWriteList}).
  */
-export function readWriteItems(body: unknown, nowMicros: number): WriteItem[] {
-  return readWriteList(body).map((item, index): WriteItem => {
+export function parseWriteItems(body: unknown, nowMicros: number): WriteItem[] {
+  return parseWriteList(body).map((item, index): WriteItem => {
     try {
-      return { change: readWriteItem(item, index, nowMicros) };
+      return { change: parseWriteItem(item, index, nowMicros) };
     } catch (err) {
       if (!(err instanceof AppError)) throw err;
       return { error: err };
@@ -141,6 +141,6 @@ export function readWriteItems(body: unknown, nowMicros: number): WriteItem[] {
  * The changes of a write request, in order (for `/api/writes`, which refuses the whole batch at
  * its first bad item): throws a 400 for the body as a whole, or naming the first bad item.
  */
-export function readWrites(body: unknown, nowMicros: number): Change[] {
-  return readWriteList(body).map((item, index) => readWriteItem(item, index, nowMicros));
+export function parseWrites(body: unknown, nowMicros: number): Change[] {
+  return parseWriteList(body).map((item, index) => parseWriteItem(item, index, nowMicros));
 }

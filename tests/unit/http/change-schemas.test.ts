@@ -12,8 +12,8 @@ import fastJson from 'fast-json-stringify';
 import { bodies, data, writeItem } from '../../../src/http/api/schemas.ts';
 import { BodyReader, type BodyResult } from '../../../src/http/input/body.ts';
 import type { EngineRequest, EngineResponse } from '../../../src/http/engine/port.ts';
-import { parseWindowBody } from '../../../src/http/input/window.ts';
-import { readWriteItem, readWriteList, WRITE_OPS } from '../../../src/http/input/writes.ts';
+import { parseWindow } from '../../../src/http/input/window.ts';
+import { parseWriteItem, parseWriteList, WRITE_OPS } from '../../../src/http/input/writes.ts';
 import { AppError } from '../../../src/errors/index.ts';
 import { parseInstant } from '../../../src/time/instant.ts';
 
@@ -92,7 +92,7 @@ test('the bodies compile under the body validator; the item schema too', () => {
   const validItem = ajv.compile(writeItem);
   for (const example of bodies.writes.properties.writes.items.examples) {
     assert.ok(validItem(example), JSON.stringify(example));
-    assert.doesNotThrow(() => readWriteItem(example, 0, NOW), JSON.stringify(example));
+    assert.doesNotThrow(() => parseWriteItem(example, 0, NOW), JSON.stringify(example));
   }
 });
 
@@ -126,7 +126,7 @@ test('what the body validator refuses, the readers word the same way', async () 
     const validated = await readBody(text, 'edgeWindow');
     assert.ok(validated.error !== undefined, text);
     assert.equal(
-      readerSays(() => parseWindowBody(JSON.parse(text), NOW)),
+      readerSays(() => parseWindow(JSON.parse(text), NOW)),
       validated.error.message,
       text,
     );
@@ -136,7 +136,7 @@ test('what the body validator refuses, the readers word the same way', async () 
     const validated = await readBody(text, 'writes');
     assert.ok(validated.error !== undefined, text);
     assert.equal(
-      readerSays(() => readWriteList(JSON.parse(text))),
+      readerSays(() => parseWriteList(JSON.parse(text))),
       validated.error.message,
       text,
     );
@@ -177,7 +177,7 @@ test('the documented item schema accepts every item the reader accepts', () => {
   let accepted = 0;
   fc.assert(
     fc.property(item, (w) => {
-      const refusal = readerSays(() => readWriteItem(w, 0, NOW));
+      const refusal = readerSays(() => parseWriteItem(w, 0, NOW));
       const valid = validItem(w);
       if (refusal === undefined) {
         accepted++;

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import { AppError } from '../../../src/errors/index.ts';
 import { NAME_RULE } from '../../../src/authz/names.ts';
-import { MAX_WRITES, readWriteItem, readWriteItems, readWriteList, readWrites, WRITE_OPS } from '../../../src/http/input/writes.ts';
+import { MAX_WRITES, parseWriteItem, parseWriteItems, parseWriteList, parseWrites, WRITE_OPS } from '../../../src/http/input/writes.ts';
 import { parseInstant } from '../../../src/time/instant.ts';
 
 const NOW = parseInstant('2026-11-22T10:51:50.914928Z') as number;
@@ -29,21 +29,21 @@ function refused(run: () => unknown, detail: RegExp | string, what = String(deta
   );
 }
 
-const item = (w: Record<string, unknown>, index = 0): unknown => readWriteItem(w, index, NOW);
+const item = (w: Record<string, unknown>, index = 0): unknown => parseWriteItem(w, index, NOW);
 
 test('the whole body: an object whose only key is writes, an array of 1 to 1000 items', () => {
-  refused(() => readWriteList(undefined), "body must have the key 'writes'");
-  refused(() => readWriteList({}), "body must have the key 'writes'");
-  for (const body of [null, [], [{ writes: [] }], 'writes', 1, true]) refused(() => readWriteList(body), 'body must be a JSON object', JSON.stringify(body));
-  refused(() => readWriteList({ writes: [{}], checks: [] }), "body has an unknown key 'checks'");
-  refused(() => readWriteList(JSON.parse('{"writes":[{}],"__proto__":{}}')), "body has an unknown key '__proto__'");
-  for (const writes of [null, {}, 'role.create', 1, { 0: {} }]) refused(() => readWriteList({ writes }), 'writes must be an array', JSON.stringify(writes));
-  refused(() => readWriteList({ writes: [] }), 'writes must have at least 1 items');
-  refused(() => readWriteList({ writes: Array.from({ length: MAX_WRITES + 1 }, () => ({})) }), 'writes must have at most 1000 items');
-  assert.equal(readWriteList({ writes: Array.from({ length: MAX_WRITES }, () => 'junk') }).length, MAX_WRITES);
+  refused(() => parseWriteList(undefined), "body must have the key 'writes'");
+  refused(() => parseWriteList({}), "body must have the key 'writes'");
+  for (const body of [null, [], [{ writes: [] }], 'writes', 1, true]) refused(() => parseWriteList(body), 'body must be a JSON object', JSON.stringify(body));
+  refused(() => parseWriteList({ writes: [{}], checks: [] }), "body has an unknown key 'checks'");
+  refused(() => parseWriteList(JSON.parse('{"writes":[{}],"__proto__":{}}')), "body has an unknown key '__proto__'");
+  for (const writes of [null, {}, 'role.create', 1, { 0: {} }]) refused(() => parseWriteList({ writes }), 'writes must be an array', JSON.stringify(writes));
+  refused(() => parseWriteList({ writes: [] }), 'writes must have at least 1 items');
+  refused(() => parseWriteList({ writes: Array.from({ length: MAX_WRITES + 1 }, () => ({})) }), 'writes must have at most 1000 items');
+  assert.equal(parseWriteList({ writes: Array.from({ length: MAX_WRITES }, () => 'junk') }).length, MAX_WRITES);
   // The whole-body layer refuses dry-runs alike: no item is looked at before it passes.
-  refused(() => readWriteItems({ writes: [] }, NOW), 'writes must have at least 1 items');
-  refused(() => readWrites({ writes: 'x' }, NOW), 'writes must be an array');
+  refused(() => parseWriteItems({ writes: [] }, NOW), 'writes must have at least 1 items');
+  refused(() => parseWrites({ writes: 'x' }, NOW), 'writes must be an array');
 });
 
 test('each of the six ops reads to its change', () => {
@@ -75,7 +75,7 @@ test('each of the six ops reads to its change', () => {
 });
 
 test('an item that is not an object, or whose op is missing or not one of the six', () => {
-  for (const w of [null, [], 'role.create', 3, true]) refused(() => readWriteItem(w, 4, NOW), 'writes[4] must be an object', JSON.stringify(w));
+  for (const w of [null, [], 'role.create', 3, true]) refused(() => parseWriteItem(w, 4, NOW), 'writes[4] must be an object', JSON.stringify(w));
   refused(() => item({ role: 'r' }, 2), "writes[2] must have the key 'op'");
   refused(() => item({ op: 1, role: 'r' }, 2), 'writes[2].op must be a string');
   for (const op of ['role.update', 'permission.window', 'membership.expire', 'client.import', 'ROLE.CREATE', '', 'toString', '__proto__', 'constructor']) {
@@ -89,7 +89,7 @@ test('unknown keys of an op, and missing required keys', () => {
   refused(() => item({ op: 'membership.remove', user: 'u', role: 'r', not_before: '2027-01-01T00:00:00Z' }), "writes[0] has an unknown key 'not_before'");
   refused(() => item({ op: 'role.create', role: 'r', permission: 'p' }), "writes[0] has an unknown key 'permission'");
   refused(() => item({ op: 'membership.add', user: 'u', role: 'r', permission: 'p' }), "writes[0] has an unknown key 'permission'");
-  refused(() => readWriteItem(JSON.parse('{"op":"role.delete","role":"r","__proto__":{"x":1}}'), 0, NOW), "writes[0] has an unknown key '__proto__'");
+  refused(() => parseWriteItem(JSON.parse('{"op":"role.delete","role":"r","__proto__":{"x":1}}'), 0, NOW), "writes[0] has an unknown key '__proto__'");
   refused(() => item({ op: 'role.create' }, 1), "writes[1] must have the key 'role'");
   refused(() => item({ op: 'permission.grant', role: 'r' }, 1), "writes[1] must have the key 'permission'");
   refused(() => item({ op: 'membership.add', role: 'r' }, 1), "writes[1] must have the key 'user'");
@@ -144,14 +144,14 @@ test('dry-run reads each item on its own; /api/writes refuses at the first bad i
       'junk',
     ],
   };
-  const items = readWriteItems(body, NOW);
+  const items = parseWriteItems(body, NOW);
   assert.equal(items.length, 4);
   assert.deepEqual(items[0]?.change, { op: 'role.create', role: 'editor', description: '' });
   assert.equal(items[1]?.error?.message, `writes[1].permission must be ${NAME_RULE}`);
   assert.deepEqual(items[2]?.change, { op: 'membership.add', user: 'alice', role: 'editor' });
   assert.equal(items[3]?.error?.message, 'writes[3] must be an object');
-  refused(() => readWrites(body, NOW), `writes[1].permission must be ${NAME_RULE}`);
-  assert.deepEqual(readWrites({ writes: [body.writes[0], body.writes[2]] }, NOW), [items[0]?.change, items[2]?.change]);
+  refused(() => parseWrites(body, NOW), `writes[1].permission must be ${NAME_RULE}`);
+  assert.deepEqual(parseWrites({ writes: [body.writes[0], body.writes[2]] }, NOW), [items[0]?.change, items[2]?.change]);
 });
 
 test('random items and bodies are changes or 400s, never anything else', () => {
@@ -198,7 +198,7 @@ test('random items and bodies are changes or 400s, never anything else', () => {
     fc.property(body, (b) => {
       let items;
       try {
-        items = readWriteItems(b, NOW);
+        items = parseWriteItems(b, NOW);
       } catch (err) {
         assert.ok(err instanceof AppError && err.code === 'ERR_VALIDATION_BODY', String(err));
         assert.match(err.message, /^(body|writes) /);
@@ -212,10 +212,10 @@ test('random items and bodies are changes or 400s, never anything else', () => {
       const firstBad = items.findIndex((it) => it.error !== undefined);
       if (firstBad < 0)
         assert.deepEqual(
-          readWrites(b, NOW),
+          parseWrites(b, NOW),
           items.map((it) => it.change),
         );
-      else refused(() => readWrites(b, NOW), items[firstBad]?.error?.message ?? '');
+      else refused(() => parseWrites(b, NOW), items[firstBad]?.error?.message ?? '');
     }),
     { numRuns: 5_000 },
   );
