@@ -81,6 +81,17 @@ export function refusal(change: Change, facts: WriteFacts): Refusal | undefined 
       return facts.memberExists === true ? memberExists(change.user, change.role) : undefined;
     case 'membership.remove':
       return facts.memberExists === false ? memberNotFound(change.user, change.role) : undefined;
+    // A window is set whether or not the edge exists (created when absent): only the role must.
+    case 'permission.window':
+    case 'membership.window':
+      return undefined;
+    // Boundary changes are never asked for: the service commits them while the edge still has
+    // the bound (a store never refuses one, it leaves it alone), so only the role is judged.
+    case 'permission.activate':
+    case 'permission.expire':
+    case 'membership.activate':
+    case 'membership.expire':
+      return undefined;
   }
 }
 
@@ -104,9 +115,14 @@ export function edgeFacts(change: Change, rowsChanged: number): Pick<WriteFacts,
   }
 }
 
-/** The store's answer for a refused write: nothing changed, the tenant stays at `revision`. */
-export function refused(why: Refusal, revision: number): WriteRefused {
-  return { ok: false, error: { code: why.code, message: why.message }, revision };
+/**
+ * The store's answer for a refused write: nothing changed, the tenant stays at `revision`.
+ * `index` is the position of the change refused in its request (absent for a request of one
+ * change answered alone).
+ */
+export function refused(why: Refusal, revision: number, index?: number): WriteRefused {
+  const error = { code: why.code, message: why.message };
+  return index === undefined ? { ok: false, error, revision } : { ok: false, error, revision, index };
 }
 
 /** A refusal thrown as an error (a read whose role must exist). */
