@@ -18,6 +18,20 @@ export type RefusalCode = Extract<
   | 'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND'
 >;
 
+const REFUSAL_CODES: ReadonlySet<string> = new Set<RefusalCode>([
+  'ERR_AUTHZ_ROLE_NOT_FOUND',
+  'ERR_AUTHZ_ROLE_EXISTS',
+  'ERR_AUTHZ_GRANT_EXISTS',
+  'ERR_AUTHZ_GRANT_NOT_FOUND',
+  'ERR_AUTHZ_MEMBERSHIP_EXISTS',
+  'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND',
+]);
+
+/** Whether `code` is one a change is refused with (not a request's precondition, ERR_PRECONDITION_FAILED). */
+export function isRefusalCode(code: string): code is RefusalCode {
+  return REFUSAL_CODES.has(code);
+}
+
 /** Why a write was refused, in the `{code, message}` form errors cross threads in. */
 export interface Refusal {
   readonly code: RefusalCode;
