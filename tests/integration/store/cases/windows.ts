@@ -261,6 +261,41 @@ export function windowsCases(topic: StoreTopic): void {
     assert.deepEqual(await b.commitBoundaries(now + 3 * HOUR, 100), []);
   });
 
+  it('workflow runs count only the edges active at their time, at one revision too (a bound passed, its change not committed)', async () => {
+    const t = tenant();
+    const t0 = Date.UTC(2030, 0, 1);
+    const [minute, at] = [60_000, (ms: number): number => ms * 1000];
+    await request(topic.store, {
+      tenant: t,
+      changes: [
+        roleOf('r'),
+        { op: 'permission.grant', role: 'r', permission: 'p', notBefore: at(t0 + minute), expiresAt: at(t0 + 3 * minute) },
+        { op: 'membership.add', user: 'u1', role: 'r' },
+        { op: 'membership.add', user: 'u2', role: 'r', expiresAt: at(t0 + 2 * minute) },
+      ],
+    });
+    const schedule = { tenant: t, workflow: 'p', intervalSeconds: 60, webhookUrl: null, webhookSecret: 'whsec_x' };
+    const audit = {
+      tenant: t,
+      at: '2030-01-01T00:00:00.000000',
+      action: 'workflow.schedule',
+      resource: '/x',
+      status: 201,
+      credential: 'k',
+      requestId: 'r',
+      ip: '',
+    };
+    await topic.store.putSchedule(schedule, t0, audit);
+    const runAt = async (ms: number): Promise<unknown> => {
+      const r = await topic.store.runSchedule({ tenant: t, workflow: 'p' }, ms, `msg_${ms}`);
+      return r && [r.revision, r.usersCount, r.added, r.removed];
+    };
+    assert.deepEqual(await runAt(t0), [1, 0, [], []], 'the grant is pending');
+    assert.deepEqual(await runAt(t0 + minute), [1, 2, ['u1', 'u2'], []], 'active from its notBefore, at the same revision');
+    assert.deepEqual(await runAt(t0 + 2 * minute), [1, 1, [], ['u2']], "u2's membership expired");
+    assert.deepEqual(await runAt(t0 + 3 * minute), [1, 0, [], ['u1']], 'the grant expired');
+  });
+
   it('EncryptedStore: requests, windows, refusals, boundaries and their audit paths in plaintext; no name stored in plaintext', async () => {
     const settings = await topic.backend.fresh();
     const enc = new EncryptedStore(topic.open(settings), new FieldCipher('windows-test-password'));
