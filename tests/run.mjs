@@ -83,6 +83,7 @@ const files = [
   'tests/integration/store/conformance.test.ts',
   'tests/integration/store/sqlite-only.test.ts',
   'tests/integration/store/postgres-only.test.ts',
+  'tests/integration/store/upgrade.test.ts',
   ...routeContract,
   ...badInput,
   'tests/features/property.test.ts',
