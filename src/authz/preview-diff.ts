@@ -18,7 +18,7 @@ export interface Difference {
   readonly truncated: boolean;
 }
 
-/** Pairs decided between two yields: a few tens of microseconds of work. */
+/** Pairs decided (and users visited) between two yields: a few tens of microseconds of work. */
 const UNITS_PER_STEP = 256;
 
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -36,45 +36,51 @@ function hasSorted(list: readonly string[], name: string): boolean {
   return false;
 }
 
-/** Two sorted lists with nothing in common, as one sorted list. */
-function mergeSorted(a: readonly string[], b: readonly string[]): readonly string[] {
-  if (b.length === 0) return a;
-  if (a.length === 0) return b;
-  const out: string[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length && j < b.length) out.push((a[i] as string) < (b[j] as string) ? (a[i++] as string) : (b[j++] as string));
-  while (i < a.length) out.push(a[i++] as string);
-  while (j < b.length) out.push(b[j++] as string);
-  return out;
-}
-
 const isActive = (w: Window | null | undefined, now: number): boolean => w !== undefined && w !== null && isOpen(w, now);
+
+/** The graph's active permissions of each role asked, as sets: fetched once per role for the whole preview. */
+class GrantedBefore {
+  readonly #sets = new Map<string, ReadonlySet<string>>();
+
+  constructor(readonly graph: PreviewGraph) {}
+
+  of(role: string): ReadonlySet<string> {
+    let set = this.#sets.get(role);
+    if (set === undefined) this.#sets.set(role, (set = new Set(this.graph.rolePermissions(role))));
+    return set;
+  }
+}
 
 /** A touched role, before and after the batch. */
 interface RolePlan {
   readonly role: string;
   readonly edits: RoleEdits;
-  /** Active before the batch, sorted. */
+  /** Active before the batch, sorted, and as a set. */
   readonly permsBefore: readonly string[];
+  readonly grantedBefore: ReadonlySet<string>;
   /** Those whose activity the batch changes, sorted. */
   readonly permsChanged: readonly string[];
   /** Active before or after, sorted. */
   readonly permsEither: readonly string[];
-  readonly membersBefore: readonly string[];
+  /** The active members before, sorted: read only when all of them are visited. */
+  readonly membersBefore: readonly string[] | undefined;
 }
 
 /** Whether the role grants `permission` right after the batch. */
-function grantAfter(plan: Pick<RolePlan, 'edits' | 'permsBefore'>, permission: string, now: number): boolean {
+function grantAfter(plan: Pick<RolePlan, 'edits' | 'grantedBefore'>, permission: string, now: number): boolean {
   const edited = plan.edits.grants.get(permission);
   if (edited !== undefined) return isActive(edited, now);
-  return !plan.edits.cleared && hasSorted(plan.permsBefore, permission);
+  return !plan.edits.cleared && plan.grantedBefore.has(permission);
 }
 
 function memberAfter(plan: RolePlan, user: string, wasMember: boolean, now: number): boolean {
   const edited = plan.edits.members.get(user);
   if (edited !== undefined) return isActive(edited, now);
   return !plan.edits.cleared && wasMember;
+}
+
+function memberBefore(graph: PreviewGraph, plan: RolePlan, user: string, now: number): boolean {
+  return plan.membersBefore === undefined ? isActive(graph.memberEdge(user, plan.role), now) : hasSorted(plan.membersBefore, user);
 }
 
 /** A sorted list of users to visit for one role; `allMembers` when it is the role's members before. */
@@ -84,32 +90,31 @@ interface UserSource {
   readonly allMembers: boolean;
 }
 
-function planRole(graph: PreviewGraph, role: string, edits: RoleEdits): Omit<RolePlan, 'permsChanged' | 'permsEither'> {
-  const existed = graph.hasRole(role);
-  return { role, edits, permsBefore: (existed && graph.rolePermissions(role)) || [], membersBefore: (existed && graph.members(role)) || [] };
-}
-
 /**
  * The role's plan and the users to visit for it: every member before and the members it gains
  * when any permission of the role changes (or the role went), else only the users whose
  * membership changes. Nothing when the role grants nothing before or after.
  */
-function sourcesOf(graph: PreviewGraph, role: string, edits: RoleEdits, now: number): UserSource[] {
-  const base = planRole(graph, role, edits);
+function sourcesOf(graph: PreviewGraph, granted: GrantedBefore, role: string, edits: RoleEdits, now: number): UserSource[] {
+  const existed = graph.hasRole(role);
+  const base = { edits, permsBefore: (existed && graph.rolePermissions(role)) || [], grantedBefore: granted.of(role) };
   const lost = base.permsBefore.filter((p) => !grantAfter(base, p, now));
-  const added = [...edits.grants.keys()].filter((p) => !hasSorted(base.permsBefore, p) && grantAfter(base, p, now)).sort(byCodePoint);
-  const plan: RolePlan = { ...base, permsChanged: mergeSorted(lost, added), permsEither: mergeSorted(base.permsBefore, added) };
-  if (plan.permsEither.length === 0) return [];
-  const visitAll = plan.permsChanged.length > 0 || edits.cleared;
+  const added = [...edits.grants.keys()].filter((p) => !base.grantedBefore.has(p) && grantAfter(base, p, now)).sort(byCodePoint);
+  const permsEither = unionSorted(base.permsBefore, added);
+  if (permsEither.length === 0) return [];
+  const permsChanged = unionSorted(lost, added);
+  const visitAll = permsChanged.length > 0 || edits.cleared;
+  const membersBefore = visitAll ? (existed && graph.members(role)) || [] : undefined;
+  const plan: RolePlan = { ...base, role, permsChanged, permsEither, membersBefore };
   const extra: string[] = [];
   for (const [user, w] of edits.members) {
-    const was = hasSorted(plan.membersBefore, user);
+    const was = memberBefore(graph, plan, user, now);
     const is = isActive(w, now);
     if (visitAll ? !was && is : was !== is) extra.push(user);
   }
   extra.sort(byCodePoint);
   const sources: UserSource[] = [];
-  if (visitAll && plan.membersBefore.length > 0) sources.push({ users: plan.membersBefore, plan, allMembers: true });
+  if (membersBefore !== undefined && membersBefore.length > 0) sources.push({ users: membersBefore, plan, allMembers: true });
   if (extra.length > 0) sources.push({ users: extra, plan, allMembers: false });
   return sources;
 }
@@ -189,42 +194,81 @@ interface Membership {
 
 /** The user's candidate permissions, sorted: all of a role whose membership changes, else the role's changed ones. */
 function candidatesOf(memberships: readonly Membership[]): readonly string[] {
-  let only: readonly string[] | undefined;
-  let union: Set<string> | undefined;
-  for (const m of memberships) {
-    const list = m.before !== m.after ? m.plan.permsEither : m.plan.permsChanged;
-    if (list.length === 0) continue;
-    if (only === undefined) only = list;
-    else for (const p of list) (union ??= new Set(only)).add(p);
-  }
-  return union === undefined ? (only ?? []) : [...union].sort(byCodePoint);
+  let union: readonly string[] = [];
+  for (const m of memberships) union = unionSorted(union, m.before !== m.after ? m.plan.permsEither : m.plan.permsChanged);
+  return union;
 }
 
-/** Decides one user's pairs: before from the graph's check, after from the touched roles and the user's other roles. */
+/** Two sorted lists as one, each name once. */
+function unionSorted(a: readonly string[], b: readonly string[]): readonly string[] {
+  if (b.length === 0) return a;
+  if (a.length === 0) return b;
+  const out: string[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length && j < b.length) {
+    const x = a[i] as string;
+    const y = b[j] as string;
+    out.push(x <= y ? x : y);
+    if (x <= y) i++;
+    if (y <= x) j++;
+  }
+  while (i < a.length) out.push(a[i++] as string);
+  while (j < b.length) out.push(b[j++] as string);
+  return out;
+}
+
+/** Whether a pair was held before (bit 1) and after (bit 2). */
+const BEFORE = 1;
+const AFTER = 2;
+
+/**
+ * Decides one user's pairs. A path through a touched role is judged from the plans; any other
+ * path is the same before and after, so before is the graph's check when no touched role gave the
+ * permission, and after needs the user's other roles only when a touched role gave it before and
+ * gives it no longer.
+ */
 class UserPairs {
-  #otherRoles: readonly string[] | undefined;
+  user = '';
+  memberships: readonly Membership[] = [];
+  /** The permissions of the user's other roles, once asked. */
+  #otherGrants: ReadonlyArray<ReadonlySet<string>> | undefined;
 
   constructor(
     readonly graph: PreviewGraph,
+    readonly granted: GrantedBefore,
     readonly now: number,
-    readonly user: string,
-    readonly memberships: readonly Membership[],
   ) {}
 
-  after(permission: string, before: boolean): boolean {
-    for (const m of this.memberships) if (m.after && grantAfter(m.plan, permission, this.now)) return true;
-    if (!before) return false;
-    // It held before: through an untouched role (which still gives it) unless a touched one did.
-    let throughTouched = false;
-    for (const m of this.memberships) if (m.before && hasSorted(m.plan.permsBefore, permission)) throughTouched = true;
-    if (!throughTouched) return true;
-    for (const role of this.#others()) if (isActive(this.graph.grantEdge(role, permission), this.now)) return true;
+  visit(user: string, memberships: readonly Membership[]): void {
+    this.user = user;
+    this.memberships = memberships;
+    this.#otherGrants = undefined;
+  }
+
+  decide(permission: string): number {
+    let touchedBefore = false;
+    let touchedAfter = false;
+    for (const m of this.memberships) {
+      if (m.before && m.plan.grantedBefore.has(permission)) touchedBefore = true;
+      if (m.after && grantAfter(m.plan, permission, this.now)) touchedAfter = true;
+    }
+    const before = touchedBefore || this.graph.check(this.user, permission);
+    const after = touchedAfter || (before && (!touchedBefore || this.#othersGive(permission)));
+    return (before ? BEFORE : 0) | (after ? AFTER : 0);
+  }
+
+  /** Whether the user's roles before that the batch does not touch for this user (the same after) give `permission`. */
+  #othersGive(permission: string): boolean {
+    const others = (this.#otherGrants ??= this.#others());
+    for (const granted of others) if (granted.has(permission)) return true;
     return false;
   }
 
-  /** The user's roles before that the batch does not touch for this user: they give the same after. */
-  #others(): readonly string[] {
-    return (this.#otherRoles ??= this.graph.userRoles(this.user).filter((role) => !this.memberships.some((m) => m.plan.role === role)));
+  #others(): ReadonlyArray<ReadonlySet<string>> {
+    const others: Array<ReadonlySet<string>> = [];
+    for (const role of this.graph.userRoles(this.user)) if (!this.memberships.some((m) => m.plan.role === role)) others.push(this.granted.of(role));
+    return others;
   }
 }
 
@@ -237,9 +281,9 @@ class DifferenceBuilder {
 
   constructor(readonly limit: number) {}
 
-  add(user: string, permission: string, before: boolean, after: boolean): void {
-    if (before === after) return;
-    if (after) {
+  add(user: string, permission: string, held: number): void {
+    if (held === 0 || held === (BEFORE | AFTER)) return;
+    if (held === AFTER) {
       if (this.gainedCount++ < this.limit) this.gained.push({ user, permission });
     } else if (this.lostCount++ < this.limit) this.lost.push({ user, permission });
   }
@@ -252,24 +296,26 @@ class DifferenceBuilder {
 
 /** The difference the edits make, in steps of about {@link UNITS_PER_STEP} pairs. */
 export function* differenceSteps(graph: PreviewGraph, roles: ReadonlyMap<string, RoleEdits>, now: number, limit: number): Generator<void, Difference> {
+  const granted = new GrantedBefore(graph);
   const sources: UserSource[] = [];
   for (const [role, edits] of roles) {
-    sources.push(...sourcesOf(graph, role, edits, now));
+    sources.push(...sourcesOf(graph, granted, role, edits, now));
     yield;
   }
   const merge = new UserMerge(sources);
   const out = new DifferenceBuilder(limit);
+  const pairs = new UserPairs(graph, granted, now);
   const listing: UserSource[] = [];
   let units = 0;
   for (let user = merge.next(listing); user !== undefined; user = merge.next(listing)) {
     const memberships = listing.map((s): Membership => {
-      const before = s.allMembers || hasSorted(s.plan.membersBefore, user);
+      const before = s.allMembers || memberBefore(graph, s.plan, user, now);
       return { plan: s.plan, before, after: memberAfter(s.plan, user, before, now) };
     });
-    const pairs = new UserPairs(graph, now, user, memberships);
+    pairs.visit(user, memberships);
+    units++;
     for (const permission of candidatesOf(memberships)) {
-      const before = graph.check(user, permission);
-      out.add(user, permission, before, pairs.after(permission, before));
+      out.add(user, permission, pairs.decide(permission));
       if (++units >= UNITS_PER_STEP) {
         units = 0;
         yield;
