@@ -36,6 +36,7 @@ const clusterModes = [
 const files = [
   'tests/unit/authz/graph.test.ts',
   'tests/unit/authz/write-rules.test.ts',
+  'tests/unit/authz/preview.test.ts',
   'tests/unit/authz/resources.test.ts',
   'tests/unit/authz/holders.test.ts',
   'tests/unit/authz/compact-graph.test.ts',
