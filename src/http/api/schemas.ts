@@ -178,6 +178,7 @@ export const data = {
       role: name,
       permission: name,
       user: name,
+      ...windowKeys,
       timestamp: { type: 'string' },
     },
   }),
@@ -190,7 +191,8 @@ export const data = {
   audit: listOf({
     type: 'object',
     additionalProperties: false,
-    required: ['id', 'timestamp', 'action', 'resource', 'status', 'credential', 'request_id', 'ip'],
+    // A boundary change's row (credential `system`) has no request and no peer: no request_id, no ip.
+    required: ['id', 'timestamp', 'action', 'resource', 'status', 'credential'],
     properties: {
       id: { type: 'integer', minimum: 1 },
       timestamp: { type: 'string' },
