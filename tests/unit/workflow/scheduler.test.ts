@@ -142,6 +142,7 @@ test('a due schedule runs at the first tick after it is due, then once per inter
   assert.deepEqual([runs[0]?.added, runs[0]?.removed], [[], []], 'nothing changed since');
   assert.deepEqual(seen.ran, [true, true]);
   assert.deepEqual(seen.leading, [true]);
+  assert.deepEqual(seen.boundaries, [], 'no edge has a window: no boundary to commit');
   assert.deepEqual(seen.logged, ['info workflow scheduler leads']);
 });
 
