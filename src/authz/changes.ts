@@ -1,7 +1,7 @@
 import type { WireError } from '../errors/index.ts';
 
 /**
- * When an edge (a grant or a membership) is active (docs/api.md §16.1): from `notBefore` (on)
+ * When an edge (a grant or a membership) is active (docs/api.md §12.1): from `notBefore` (on)
  * until `expiresAt` (off), in microseconds since the epoch; a missing bound is open. An edge
  * without either is permanent.
  */

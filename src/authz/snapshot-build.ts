@@ -13,7 +13,7 @@ export interface GraphParts {
   readonly permsOfRole: Adjacency;
   readonly rolesOfPerm: Adjacency;
   readonly descriptions: Array<string | undefined>;
-  /** The edges with a window (docs/api.md §16.1): few, kept by name beside the buffers. */
+  /** The edges with a window (docs/api.md §12.1): few, kept by name beside the buffers. */
   readonly windows: readonly WindowedEdge[];
 }
 

@@ -1,5 +1,5 @@
 /**
- * Typed HTTP client of the rbac-gateway API (docs/api.md §6, §16). Used by the tests, the benchmark and
+ * Typed HTTP client of the rbac-gateway API (docs/api.md §6, §12). Used by the tests, the benchmark and
  * by services that call the gateway. Every call resolves with the full answer (status, headers,
  * parsed body); it never throws on an error status, so callers can assert on 4xx/5xx as values.
  */
@@ -45,7 +45,7 @@ export type * from './types.ts';
 export type * from './timed.ts';
 export { rfc3339 } from './timed.ts';
 
-/** The options of a grant or membership write: its window (docs/api.md §16.1) and If-Match. */
+/** The options of a grant or membership write: its window (docs/api.md §12.1) and If-Match. */
 export type EdgeWriteOptions = WriteOptions & WindowInput;
 
 /** An AuthZEN answer: `value` is the 200 body (AuthZEN's own shape); errors come as in {@link ApiResult}. */
@@ -232,11 +232,11 @@ export class RbacClient {
   windows(options?: PageOptions): Promise<ApiResult<WindowEntry[]>> {
     return this.page('/api/windows', options);
   }
-  /** Makes every write of `batch`, in order, at one new revision, or none of them (docs/api.md §16.2). */
+  /** Makes every write of `batch`, in order, at one new revision, or none of them (docs/api.md §12.2). */
   writes(batch: readonly BatchWrite[], options?: WriteOptions): Promise<ApiResult<BatchApplied>> {
     return this.request('POST', '/api/writes', { ...options, body: batchBody(batch) });
   }
-  /** What `writes(batch)` would do now, storing nothing (docs/api.md §16.3); a read token may ask. */
+  /** What `writes(batch)` would do now, storing nothing (docs/api.md §12.3); a read token may ask. */
   dryRun(batch: readonly BatchWrite[], options?: CallOptions): Promise<ApiResult<Preview>> {
     return this.request('POST', '/api/dry-run', { ...options, body: batchBody(batch) });
   }

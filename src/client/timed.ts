@@ -1,5 +1,5 @@
 /**
- * Timed access, atomic batches and previews as the typed client speaks them (docs/api.md §16):
+ * Timed access, atomic batches and previews as the typed client speaks them (docs/api.md §12):
  * windows given as dates or RFC 3339 strings, and the answers of GET /api/windows,
  * POST /api/writes and POST /api/dry-run.
  */
@@ -14,7 +14,7 @@ export interface WindowInput {
   expiresAt?: Time;
 }
 
-/** One write of a batch, keyed as on the wire (docs/api.md §16.2); its times may be dates. */
+/** One write of a batch, keyed as on the wire (docs/api.md §12.2); its times may be dates. */
 export type BatchWrite =
   | { op: 'role.create'; role: string; description?: string }
   | { op: 'role.delete'; role: string }

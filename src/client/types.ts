@@ -50,7 +50,7 @@ export interface PageOptions extends CallOptions {
   cursor?: string;
 }
 
-/** The options of a write (docs/api.md §16.4). */
+/** The options of a write (docs/api.md §12.4). */
 export interface WriteOptions extends CallOptions {
   /**
    * Sent as `If-Match: "R"` (`*` as is): the write is made only while the client is at revision
@@ -60,7 +60,7 @@ export interface WriteOptions extends CallOptions {
 }
 
 /**
- * A window's bounds as answers give them (docs/api.md §16.1): UTC, six fractional digits and `Z`;
+ * A window's bounds as answers give them (docs/api.md §12.1): UTC, six fractional digits and `Z`;
  * each key only when the edge has that bound.
  */
 export interface Windowed {

@@ -105,7 +105,7 @@ export const ERRORS = {
     retryable: false,
     message: (p: MembershipParams) => `User '${p.user}' is not a member of role '${p.role}'`,
   },
-  /** If-Match named a revision the client is no longer (or not yet) at (docs/api.md §16.4). */
+  /** If-Match named a revision the client is no longer (or not yet) at (docs/api.md §12.4). */
   ERR_PRECONDITION_FAILED: {
     status: 412,
     retryable: false,

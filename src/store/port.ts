@@ -60,7 +60,7 @@ export interface TenantStore {
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]>;
   /**
    * Commits the boundaries of every tenant's windows that passed by `nowMicros` (docs/api.md
-   * §16.1), oldest first, at most `limit`: each its own write (`*.activate` drops the edge's
+   * §12.1), oldest first, at most `limit`: each its own write (`*.activate` drops the edge's
    * `notBefore`, `*.expire` deletes the edge), revision + 1, a changelog row timed at the boundary,
    * an audit row by `system`. Each applies only while the edge still has that very bound, so a
    * boundary is committed once whoever calls, however often (an edge whose window was replaced is
@@ -153,9 +153,9 @@ export interface CreatedTenants {
 /** One write request of a {@link TenantStore.writeMany} batch. */
 export interface PendingWrite {
   readonly tenant: TenantId;
-  /** In order; one or more (an atomic batch, docs/api.md §16.2). */
+  /** In order; one or more (an atomic batch, docs/api.md §12.2). */
   readonly changes: readonly Change[];
-  /** If-Match (docs/api.md §16.4): commit only while the tenant is at this revision, else refuse with ERR_PRECONDITION_FAILED. */
+  /** If-Match (docs/api.md §12.4): commit only while the tenant is at this revision, else refuse with ERR_PRECONDITION_FAILED. */
   readonly ifMatch?: number | undefined;
   /**
    * The request's audit row, committed with the changes when they commit (never with a refusal):

@@ -1,5 +1,5 @@
 /**
- * The typed client's timed access, batches, previews and preconditions (docs/api.md §16,
+ * The typed client's timed access, batches, previews and preconditions (docs/api.md §12,
  * src/client/): first what it puts on the wire, seen by a loopback receiver (windows as RFC 3339,
  * `If-Match: "R"`, the batch body, the paging queries); then each new method against the real
  * server, every answer held to its /openapi.json like the contract suites.
