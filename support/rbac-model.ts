@@ -5,7 +5,7 @@
  * graph replay random changes through it; the AuthZEN model (authzen-model.ts) reads it; the
  * benchmarks build it from their seeded changes and check sampled answers of the server against it.
  */
-import type { Change, Snapshot } from '../src/authz/changes.ts';
+import { isOpen, windowBetween, windowOf, type Change, type Snapshot, type Window, type WindowedEdge } from '../src/authz/changes.ts';
 
 export interface RoleState {
   description: string;
@@ -19,8 +19,17 @@ export const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b
 /** Distinct, in binary (code unit) order. */
 export const sorted = (items: Iterable<string>): string[] => [...new Set(items)].sort(byCodePoint);
 
+/** The key of an edge's window in the model. */
+const grantKey = (role: string, permission: string): string => `p\0${role}\0${permission}`;
+const memberKey = (user: string, role: string): string => `m\0${role}\0${user}`;
+
 export class RbacModel {
+  /** Every role with its grants and members, active or not (docs/api.md §12.1). */
   readonly roles = new Map<string, RoleState>();
+  /** The windows of the edges that have one, by {@link grantKey} / {@link memberKey}. */
+  readonly windows = new Map<string, Window>();
+  /** What time it is (microseconds) for the reads: only edges whose window is open then count. */
+  clock: () => number = () => Date.now() * 1000;
   revision = 0;
 
   /** The model after `changes`, each committed at the next revision. */
@@ -39,11 +48,72 @@ export class RbacModel {
     }
     const state = this.roles.get(c.role);
     if (state === undefined) throw new Error(`${c.op} on ${c.role}, which the model does not hold`);
-    if (c.op === 'role.delete') this.roles.delete(c.role);
-    else if (c.op === 'permission.grant') state.perms.add(c.permission);
-    else if (c.op === 'permission.revoke') state.perms.delete(c.permission);
-    else if (c.op === 'membership.add') state.members.add(c.user);
-    else state.members.delete(c.user);
+    switch (c.op) {
+      case 'role.delete':
+        for (const p of state.perms) this.windows.delete(grantKey(c.role, p));
+        for (const u of state.members) this.windows.delete(memberKey(u, c.role));
+        return void this.roles.delete(c.role);
+      case 'permission.grant':
+      case 'permission.window':
+        state.perms.add(c.permission);
+        return this.#setWindow(grantKey(c.role, c.permission), windowOf(c));
+      case 'membership.add':
+      case 'membership.window':
+        state.members.add(c.user);
+        return this.#setWindow(memberKey(c.user, c.role), windowOf(c));
+      case 'permission.revoke':
+        this.windows.delete(grantKey(c.role, c.permission));
+        return void state.perms.delete(c.permission);
+      case 'membership.remove':
+        this.windows.delete(memberKey(c.user, c.role));
+        return void state.members.delete(c.user);
+      case 'permission.activate':
+      case 'permission.expire':
+        return this.#passBound(grantKey(c.role, c.permission), c, () => state.perms.delete(c.permission));
+      case 'membership.activate':
+      case 'membership.expire':
+        return this.#passBound(memberKey(c.user, c.role), c, () => state.members.delete(c.user));
+    }
+  }
+
+  #setWindow(key: string, w: Window | undefined): void {
+    if (w === undefined) this.windows.delete(key);
+    else this.windows.set(key, w);
+  }
+
+  /** A bound passed: dropped (activate) or the edge with it (expire), only while the edge still has that very bound. */
+  #passBound(key: string, c: Extract<Change, { op: `${string}.activate` | `${string}.expire` }>, remove: () => void): void {
+    const w = this.windows.get(key);
+    if (w === undefined) return;
+    if ('expiresAt' in c) {
+      if (w.expiresAt !== c.expiresAt) return;
+      this.windows.delete(key);
+      remove();
+    } else if (w.notBefore === c.notBefore) this.#setWindow(key, windowBetween(undefined, w.expiresAt));
+  }
+
+  /** The role's permissions active now (per {@link clock}). */
+  activePerms(role: string): string[] {
+    const s = this.roles.get(role);
+    if (s === undefined) return [];
+    const now = this.clock();
+    return [...s.perms].filter((p) => isOpen(this.windows.get(grantKey(role, p)), now));
+  }
+
+  /** The role's members active now. */
+  activeMembers(role: string): string[] {
+    const s = this.roles.get(role);
+    if (s === undefined) return [];
+    const now = this.clock();
+    return [...s.members].filter((u) => isOpen(this.windows.get(memberKey(u, role)), now));
+  }
+
+  /** The window of an edge, when it has one. */
+  grantWindow(role: string, permission: string): Window | undefined {
+    return this.windows.get(grantKey(role, permission));
+  }
+  memberWindow(user: string, role: string): Window | undefined {
+    return this.windows.get(memberKey(user, role));
   }
 
   /**
@@ -64,39 +134,48 @@ export class RbacModel {
       roles: all.map(([role, s]) => [role, s.description] as const),
       grants: all.flatMap(([role, s]) => [...s.perms].map((p) => [role, p] as const)),
       memberships: all.flatMap(([role, s]) => [...s.members].map((u) => [u, role] as const)),
+      windows: [...this.windows].map(([key, w]): WindowedEdge => {
+        const [kind, role, other] = key.split('\0') as [string, string, string];
+        return kind === 'p' ? { kind: 'permission', role, permission: other, ...w } : { kind: 'membership', role, user: other, ...w };
+      }),
     };
   }
 
-  // ---- names, sorted ----
+  // ---- names, sorted (edges active now) ----
 
   roleNames(): string[] {
     return sorted(this.roles.keys());
   }
-  /** Every user who is a member of some role. */
+  /** Every user who is an active member of some role. */
   userNames(): string[] {
-    return sorted([...this.roles.values()].flatMap((s) => [...s.members]));
+    return sorted([...this.roles.keys()].flatMap((r) => this.activeMembers(r)));
   }
-  /** Every permission granted to some role. */
+  /** Every permission actively granted to some role. */
   permissionNames(): string[] {
-    return sorted([...this.roles.values()].flatMap((s) => [...s.perms]));
+    return sorted([...this.roles.keys()].flatMap((r) => this.activePerms(r)));
   }
   userRoleNames(user: string): string[] {
-    return sorted([...this.roles].filter(([, s]) => s.members.has(user)).map(([r]) => r));
+    return sorted([...this.roles].filter(([r, s]) => s.members.has(user) && this.#open(memberKey(user, r))).map(([r]) => r));
   }
   userPermissionNames(user: string): string[] {
-    return sorted(this.userRoleNames(user).flatMap((r) => [...(this.roles.get(r) as RoleState).perms]));
+    return sorted(this.userRoleNames(user).flatMap((r) => this.activePerms(r)));
   }
-  /** The roles granted `perm`. */
+  /** The roles actively granted `perm`. */
   roleNamesWith(perm: string): string[] {
-    return sorted([...this.roles].filter(([, s]) => s.perms.has(perm)).map(([r]) => r));
+    return sorted([...this.roles].filter(([r, s]) => s.perms.has(perm) && this.#open(grantKey(r, perm))).map(([r]) => r));
   }
-  /** The users holding `perm` through some role. */
+  /** The users holding `perm` through some role, now. */
   userNamesWith(perm: string): string[] {
-    return sorted([...this.roles.values()].filter((s) => s.perms.has(perm)).flatMap((s) => [...s.members]));
+    return sorted(this.roleNamesWith(perm).flatMap((r) => this.activeMembers(r)));
   }
   hasPermission(user: string, perm: string): boolean {
-    for (const s of this.roles.values()) if (s.members.has(user) && s.perms.has(perm)) return true;
+    for (const [r, s] of this.roles) if (s.members.has(user) && s.perms.has(perm) && this.#open(memberKey(user, r)) && this.#open(grantKey(r, perm))) return true;
     return false;
+  }
+
+  /** Whether the edge of `key` is active now (no window: always). */
+  #open(key: string): boolean {
+    return this.windows.size === 0 || isOpen(this.windows.get(key), this.clock());
   }
 
   // ---- the read routes' data, as the wire carries it ----
@@ -105,10 +184,10 @@ export class RbacModel {
     return this.roleNames().map((role) => ({ role, description: (this.roles.get(role) as RoleState).description }));
   }
   rolePermissions(role: string): Array<{ name: string }> {
-    return sorted((this.roles.get(role) as RoleState).perms).map((name) => ({ name }));
+    return sorted(this.activePerms(role)).map((name) => ({ name }));
   }
   members(role: string): Array<{ user: string }> {
-    return sorted((this.roles.get(role) as RoleState).members).map((user) => ({ user }));
+    return sorted(this.activeMembers(role)).map((user) => ({ user }));
   }
   userRoles(user: string): Array<{ role: string }> {
     return this.userRoleNames(user).map((role) => ({ role }));

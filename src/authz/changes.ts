@@ -66,10 +66,16 @@ export function windowOf(change: Change): Window | undefined {
     case 'permission.window':
     case 'membership.add':
     case 'membership.window':
-      return change.notBefore === undefined && change.expiresAt === undefined ? undefined : { notBefore: change.notBefore, expiresAt: change.expiresAt };
+      return windowBetween(change.notBefore, change.expiresAt);
     default:
       return undefined;
   }
+}
+
+/** The window between two bounds (each may be open); undefined when both are: a permanent edge. */
+export function windowBetween(notBefore: number | undefined, expiresAt: number | undefined): Window | undefined {
+  if (notBefore === undefined) return expiresAt === undefined ? undefined : { expiresAt };
+  return expiresAt === undefined ? { notBefore } : { notBefore, expiresAt };
 }
 
 /** Whether `w` is open at `nowMicros` (`notBefore` ≤ now < `expiresAt`); no window is always open. */
@@ -84,6 +90,23 @@ export interface ChangeRecord {
   readonly change: Change;
   /** When it committed, or for a boundary change the boundary itself (wire timestamp format). */
   readonly at: string;
+}
+
+/** The changes of one write request, as the caches apply them: all at one revision. */
+export interface Commit {
+  readonly revision: number;
+  readonly changes: readonly Change[];
+}
+
+/** Changelog records (ascending, a request's rows together) as commits: one per revision. */
+export function commitsOf(records: readonly ChangeRecord[]): Commit[] {
+  const out: Array<{ revision: number; changes: Change[] }> = [];
+  for (const r of records) {
+    const last = out.at(-1);
+    if (last !== undefined && last.revision === r.revision) last.changes.push(r.change);
+    else out.push({ revision: r.revision, changes: [r.change] });
+  }
+  return out;
 }
 
 /** A windowed edge as stored: which edge, and its window. */

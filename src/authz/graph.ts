@@ -1,16 +1,23 @@
 import type { PermId, RoleId, UserId } from './ids.ts';
-import type { Change } from './changes.ts';
+import { isOpen, type Change, type Window, type WindowedEdge } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable, Spelling } from './name-table.ts';
 import { partsOf, type GraphImage } from './graph-image.ts';
 import { estimatedBytes } from './estimate.ts';
 import { ListMemo } from './list-memo.ts';
-import { holdersOf, memberPosition, namesOf } from './members.ts';
+import { holdersOf, namesOf } from './members.ts';
 import { knownResourceIds } from './resources.ts';
-import { emptyParts, membersByRole, rolesByPermission, type AdoptedParts } from './snapshot-build.ts';
+import { emptyParts, type AdoptedParts } from './snapshot-build.ts';
+import { GraphRelations } from './graph-edits.ts';
+import { wallMicros, type EdgeWindows, type MicroClock } from './windows.ts';
 
 /** Result of applying a change: `applied`, or why it was not. */
 export type ApplyResult = 'applied' | 'stale' | 'gap';
+
+/** The window of an edge that has none. */
+const PERMANENT: Window = Object.freeze({});
+/** What a window costs beside the buffers, for the cache budget: a map entry and its object. */
+const WINDOW_BYTES = 120;
 
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
@@ -25,16 +32,15 @@ const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 
  */
 export class TenantGraph {
   #revision: number;
+  readonly #rel: GraphRelations;
+  // The relations the check loop reads, held here too so that it reads them in one step.
   readonly #userNames: NameTable<UserId>;
   readonly #roleNames: NameTable<RoleId>;
   readonly #permNames: NameTable<PermId>;
   readonly #rolesOfUser: Adjacency;
-  /** Per role, its members sorted by name (`members`, `whichUsersCan`); see {@link AdoptedParts}. */
-  #members: Adjacency | undefined;
   readonly #permsOfRole: Adjacency;
-  /** Per permission, its roles; see {@link AdoptedParts}. */
-  #rolesByPerm: Adjacency | undefined;
-  readonly #descriptions: Array<string | undefined>;
+  /** The edges' windows (docs/api.md §12.1); undefined while no edge has one, which keeps the check loop as it is. */
+  #windows: EdgeWindows | undefined;
   /** Lists derived from this revision; forgotten at the next change. */
   readonly #memo = new ListMemo<string>();
   /** Per permission, its holders' names: kept across changes that do not touch that permission. */
@@ -42,30 +48,27 @@ export class TenantGraph {
   /** Per resource type, its known ids: kept until a permission appears or disappears. */
   readonly #resourceLists = new ListMemo<string>();
 
-  /** An empty graph at `revision`, or one over `parts` already built (see snapshot-build.ts). */
-  constructor(revision = 0, parts: AdoptedParts = emptyParts()) {
+  /**
+   * An empty graph at `revision`, or one over `parts` already built (see snapshot-build.ts).
+   * `clock` says what time it is for the windows (a test moves it by hand).
+   */
+  constructor(revision = 0, parts: AdoptedParts = emptyParts(), clock: MicroClock = wallMicros) {
     this.#revision = revision;
+    this.#rel = new GraphRelations(parts, clock, {
+      holdersChanged: (p) => this.#holderLists.delete(p),
+      permissionsChanged: () => this.#resourceLists.clear(),
+    });
     this.#userNames = parts.userNames;
     this.#roleNames = parts.roleNames;
     this.#permNames = parts.permNames;
     this.#rolesOfUser = parts.rolesOfUser;
-    this.#members = parts.membersOfRole;
     this.#permsOfRole = parts.permsOfRole;
-    this.#rolesByPerm = parts.rolesOfPerm;
-    this.#descriptions = parts.descriptions;
-  }
-
-  get #membersOfRole(): Adjacency {
-    return (this.#members ??= membersByRole(this.#rolesOfUser, this.#userNames, this.#roleNames.idEnd));
-  }
-
-  get #rolesOfPerm(): Adjacency {
-    return (this.#rolesByPerm ??= rolesByPermission(this.#permsOfRole, this.#roleNames.idEnd, this.#permNames.idEnd));
+    this.#windows = this.#rel.windows;
   }
 
   /** The graph over an image's buffers, as a pool thread built it (no copy, no rebuild). */
-  static fromImage(image: GraphImage): TenantGraph {
-    return new TenantGraph(image.revision, partsOf(image));
+  static fromImage(image: GraphImage, clock: MicroClock = wallMicros): TenantGraph {
+    return new TenantGraph(image.revision, partsOf(image), clock);
   }
 
   /** The revision this graph reflects. */
@@ -75,40 +78,19 @@ export class TenantGraph {
 
   /** The graph's memory in bytes, for the cache budget (see {@link estimatedBytes}). Memoised lists are not counted. */
   get estimatedBytes(): number {
-    const parts = [this.#userNames, this.#roleNames, this.#permNames, this.#rolesOfUser, this.#members, this.#permsOfRole, this.#rolesByPerm];
-    return estimatedBytes(parts, this.#descriptions);
+    return estimatedBytes(this.#rel.present, this.#rel.descriptions) + (this.#windows?.size ?? 0) * WINDOW_BYTES;
   }
 
   /**
-   * Applies the change committed at `revision`. Only the next revision is applied: an older one is
-   * `stale` (already reflected), a later one is a `gap` and the caller must replay or rehydrate.
+   * Applies the changes of the write request committed at `revision`, in order. Only the next
+   * revision is applied: an older one is `stale` (already reflected), a later one is a `gap` and
+   * the caller must replay or rehydrate.
    */
-  apply(change: Change, revision: number): ApplyResult {
+  apply(changes: readonly Change[], revision: number): ApplyResult {
     if (revision <= this.#revision) return 'stale';
     if (revision !== this.#revision + 1) return 'gap';
-    // A change patches both sides of a relation: a side left out must be made from the other first.
-    this.#members ??= this.#membersOfRole;
-    this.#rolesByPerm ??= this.#rolesOfPerm;
-    switch (change.op) {
-      case 'role.create':
-        this.#createRole(change.role, change.description);
-        break;
-      case 'role.delete':
-        this.#deleteRole(change.role);
-        break;
-      case 'permission.grant':
-        this.#grant(change.role, change.permission);
-        break;
-      case 'permission.revoke':
-        this.#revoke(change.role, change.permission);
-        break;
-      case 'membership.add':
-        this.#addMember(change.user, change.role);
-        break;
-      case 'membership.remove':
-        this.#removeMember(change.user, change.role);
-        break;
-    }
+    for (const change of changes) this.#rel.apply(change);
+    this.#windows = this.#rel.windows;
     this.#revision = revision;
     if (this.#memo.size > 0) this.#memo.clear();
     return 'applied';
@@ -147,8 +129,12 @@ export class TenantGraph {
     return pc !== undefined && this.#holds(u, pc);
   }
 
-  /** The check loop: the user's roles, each a binary search of its sorted permissions. Inlined reads of the buffers, no calls per role. */
+  /**
+   * The check loop: the user's roles, each a binary search of its sorted permissions. Inlined
+   * reads of the buffers, no calls per role. A graph with windows takes {@link #holdsNow}.
+   */
   #holds(u: UserId, p: PermId): boolean {
+    if (this.#windows !== undefined) return this.#holdsNow(u, p, this.#windows);
     const ur = this.#rolesOfUser;
     const rp = this.#permsOfRole;
     const roles = ur.values;
@@ -170,24 +156,84 @@ export class TenantGraph {
     return false;
   }
 
-  // ---- reads --------------------------------------------------------------------------------
+  /** {@link #holds} counting only the edges active now: a role with windowed edges asks its windows, the others nothing. */
+  #holdsNow(u: UserId, p: PermId, w: EdgeWindows): boolean {
+    const now = w.now();
+    const ur = this.#rolesOfUser;
+    const from = ur.span[2 * u] as number;
+    const to = from + (ur.span[2 * u + 1] as number);
+    for (let i = from; i < to; i++) {
+      const r = ur.values[i] as RoleId;
+      const timed = w.isTimed(r);
+      if (timed && !w.memberOpen(r, u, now)) continue;
+      if (this.#permsOfRole.has(r, p) && (!timed || w.grantOpen(r, p, now))) return true;
+    }
+    return false;
+  }
 
-  /** Whether the user has at least one membership (users exist only through them). */
+  // ---- edges and their windows ---------------------------------------------------------------
+
+  /** Whether the role exists. */
+  hasRole(role: string): boolean {
+    return this.#roleNames.id(role) !== undefined;
+  }
+
+  /** The grant's window when it exists, active or pending (`{}`: permanent); undefined when it does not. */
+  grantEdge(role: string, permission: string): Window | undefined {
+    const r = this.#roleNames.id(role);
+    const p = this.#permNames.id(permission);
+    if (r === undefined || p === undefined || !this.#permsOfRole.has(r, p)) return undefined;
+    return this.#windows?.grantWindow(r, p) ?? PERMANENT;
+  }
+
+  /** The membership's window when it exists, active or pending (`{}`: permanent); undefined when it does not. */
+  memberEdge(user: string, role: string): Window | undefined {
+    const r = this.#roleNames.id(role);
+    const u = this.#userNames.id(user);
+    if (r === undefined || u === undefined || !this.#rolesOfUser.has(u, r)) return undefined;
+    return this.#windows?.memberWindow(r, u) ?? PERMANENT;
+  }
+
+  /** Whether any edge has a window (lists of edges then say theirs). */
+  get hasWindows(): boolean {
+    return this.#windows !== undefined;
+  }
+
+  /** Every edge with a window, by name (GET /api/windows). */
+  windowedEdges(): WindowedEdge[] {
+    return this.#windows?.edges(this.#roleNames, this.#userNames, this.#permNames) ?? [];
+  }
+
+  /** Every permission of the role, active or pending, sorted; [] when the role does not exist. */
+  allPermissionsOf(role: string): readonly string[] {
+    const r = this.#roleNames.id(role);
+    return r === undefined ? [] : namesOf(this.#permsOfRole.copyOf(r), this.#permNames).sort(byCodePoint);
+  }
+
+  /** Every member of the role, active or pending, sorted; [] when the role does not exist. */
+  allMembersOf(role: string): readonly string[] {
+    const r = this.#roleNames.id(role);
+    return r === undefined ? [] : namesOf(this.#rel.membersOfRole.copyOf(r), this.#userNames);
+  }
+
+  // ---- reads: edges active now ---------------------------------------------------------------
+
+  /** Whether the user has at least one membership, active or not (users exist only through them). */
   hasUser(user: string): boolean {
     return this.#userNames.id(user) !== undefined;
   }
 
-  /** How many permissions the role has; undefined when the role does not exist. */
+  /** How many permissions the role has (active now); undefined when the role does not exist. */
   permissionCount(role: string): number | undefined {
-    const r = this.#roleNames.id(role);
-    return r === undefined ? undefined : this.#permsOfRole.countOf(r);
+    return this.rolePermissions(role)?.length;
   }
 
   /** The ids `i` of every granted permission `t:i:x` of type `t`, sorted (the known resources of §11.4). */
   knownResources(type: string): readonly string[] {
+    this.#forgetPassedWindows();
     let list = this.#resourceLists.get(type);
     if (list === undefined) {
-      list = knownResourceIds(this.#permNames, type);
+      list = knownResourceIds(this.#permNames, type, this.#windows === undefined ? undefined : (p) => this.whichRolesCan(this.#permNames.name(p)).length > 0);
       if (list.length > 0) this.#resourceLists.set(type, list);
     }
     return list;
@@ -199,7 +245,7 @@ export class TenantGraph {
    */
   remember(key: string, build: () => string[]): readonly string[] {
     const memoKey = `x\0${key}`;
-    const known = this.#memo.get(memoKey);
+    const known = this.#memoFor(memoKey);
     if (known !== undefined) return known;
     const list = build().sort(byCodePoint);
     // Empty answers (unknown ids, any string) are cheap to rebuild: only real ones are kept.
@@ -207,25 +253,23 @@ export class TenantGraph {
     return list;
   }
 
-  /** Whether the role has the permission; undefined when the role does not exist. */
+  /** Whether the role has the permission, active now; undefined when the role does not exist. */
   roleHasPermission(role: string, permission: string): boolean | undefined {
-    const r = this.#roleNames.id(role);
-    if (r === undefined) return undefined;
-    const p = this.#permNames.id(permission);
-    return p !== undefined && this.#permsOfRole.has(r, p);
+    if (!this.hasRole(role)) return undefined;
+    const w = this.grantEdge(role, permission);
+    return w !== undefined && isOpen(w, this.#now());
   }
 
-  /** Whether the user is a member of the role; undefined when the role does not exist. */
+  /** Whether the user is a member of the role, active now; undefined when the role does not exist. */
   isMember(user: string, role: string): boolean | undefined {
-    const r = this.#roleNames.id(role);
-    if (r === undefined) return undefined;
-    const u = this.#userNames.id(user);
-    return u !== undefined && this.#rolesOfUser.has(u, r);
+    if (!this.hasRole(role)) return undefined;
+    const w = this.memberEdge(user, role);
+    return w !== undefined && isOpen(w, this.#now());
   }
 
   description(role: string): string | undefined {
     const r = this.#roleNames.id(role);
-    return r === undefined ? undefined : this.#descriptions[r];
+    return r === undefined ? undefined : this.#rel.descriptions[r];
   }
 
   /** All role names, sorted. */
@@ -233,24 +277,24 @@ export class TenantGraph {
     return this.#memoised('roles', () => [...this.#roleNames.ids()].map((r) => this.#roleNames.name(r)).sort(byCodePoint));
   }
 
-  /** Permissions of a role, sorted; undefined when the role does not exist. */
+  /** Permissions of a role active now, sorted; undefined when the role does not exist. */
   rolePermissions(role: string): readonly string[] | undefined {
     const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`rp\0${role}`, () => namesOf(this.#permsOfRole.copyOf(r), this.#permNames).sort(byCodePoint));
+    return this.#memoised(`rp\0${role}`, () => namesOf(this.#activeOf(this.#permsOfRole, r, (p, now, w) => w.grantOpen(r, p as PermId, now)), this.#permNames).sort(byCodePoint));
   }
 
-  /** Members of a role, sorted (as they are stored); undefined when the role does not exist. */
+  /** Members of a role active now, sorted (as they are stored); undefined when the role does not exist. */
   members(role: string): readonly string[] | undefined {
     const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`m\0${role}`, () => namesOf(this.#membersOfRole.copyOf(r), this.#userNames));
+    return this.#memoised(`m\0${role}`, () => namesOf(this.#activeOf(this.#rel.membersOfRole, r, (u, now, w) => w.memberOpen(r, u as UserId, now)), this.#userNames));
   }
 
   userRoles(user: string): readonly string[] {
     const u = this.#userNames.id(user);
     if (u === undefined) return [];
-    return this.#memoised(`ur\0${user}`, () => namesOf(this.#rolesOfUser.copyOf(u), this.#roleNames).sort(byCodePoint));
+    return this.#memoised(`ur\0${user}`, () => namesOf(this.#activeOf(this.#rolesOfUser, u, (r, now, w) => w.memberOpen(r as RoleId, u, now)), this.#roleNames).sort(byCodePoint));
   }
 
   userPermissions(user: string): readonly string[] {
@@ -258,7 +302,8 @@ export class TenantGraph {
     if (u === undefined) return [];
     return this.#memoised(`up\0${user}`, () => {
       const perms = new Set<PermId>();
-      for (const r of this.#rolesOfUser.copyOf(u)) for (const p of this.#permsOfRole.copyOf(r)) perms.add(p as PermId);
+      for (const r of this.#activeOf(this.#rolesOfUser, u, (r, now, w) => w.memberOpen(r as RoleId, u, now)))
+        for (const p of this.#activeOf(this.#permsOfRole, r, (p, now, w) => w.grantOpen(r as RoleId, p as PermId, now))) perms.add(p as PermId);
       return namesOf(perms, this.#permNames).sort(byCodePoint);
     });
   }
@@ -266,129 +311,62 @@ export class TenantGraph {
   whichRolesCan(permission: string): readonly string[] {
     const p = this.#permNames.id(permission);
     if (p === undefined) return [];
-    return this.#memoised(`wr\0${permission}`, () => namesOf(this.#rolesOfPerm.copyOf(p), this.#roleNames).sort(byCodePoint));
+    return this.#memoised(`wr\0${permission}`, () => namesOf(this.#activeOf(this.#rel.rolesOfPerm, p, (r, now, w) => w.grantOpen(r as RoleId, p, now)), this.#roleNames).sort(byCodePoint));
   }
 
   /**
    * The users holding the permission through any role, sorted: a merge of the granting roles'
    * member lists, which are kept sorted by name through every write. Kept until a change touches
-   * this permission's roles or their members.
+   * this permission's roles or their members (or, with windows, a bound passes).
    */
   whichUsersCan(permission: string): readonly string[] {
     const p = this.#permNames.id(permission);
     if (p === undefined) return [];
+    this.#forgetPassedWindows();
     let list = this.#holderLists.get(p);
-    if (list === undefined) this.#holderLists.set(p, (list = namesOf(holdersOf(p, this.#rolesOfPerm, this.#membersOfRole, this.#userNames), this.#userNames)));
+    if (list === undefined) this.#holderLists.set(p, (list = this.#windows === undefined ? namesOf(holdersOf(p, this.#rel.rolesOfPerm, this.#rel.membersOfRole, this.#userNames), this.#userNames) : this.#holdersNow(p)));
     return list;
   }
 
   // ---- internals ----------------------------------------------------------------------------
 
-  #memoised(key: string, build: () => string[]): readonly string[] {
-    let list = this.#memo.get(key);
-    if (list === undefined) this.#memo.set(key, (list = build()));
-    return list;
+  #now(): number {
+    return this.#windows?.now() ?? 0;
   }
 
-  /** The holders of every permission of role `r` may have changed. */
-  #forgetHoldersOfRole(r: RoleId): void {
-    if (this.#holderLists.size === 0) return;
-    const rp = this.#permsOfRole;
-    for (let i = 0; i < rp.countOf(r); i++) this.#holderLists.delete(rp.at(r, i) as PermId);
+  /** The related ids of node `n` in `relation` whose edge is active now (`open` asks a windowed one). */
+  #activeOf(relation: Adjacency, n: number, open: (x: number, now: number, w: EdgeWindows) => boolean): Uint32Array {
+    const all = relation.copyOf(n);
+    const w = this.#windows;
+    if (w === undefined) return all;
+    const now = w.now();
+    return all.filter((x) => open(x, now, w));
   }
 
-  #createRole(role: string, description: string): void {
-    if (this.#roleNames.id(role) !== undefined) return;
-    const r = this.#roleNames.intern(role);
-    this.#permsOfRole.ensureNodes(this.#roleNames.idEnd);
-    this.#membersOfRole.ensureNodes(this.#roleNames.idEnd);
-    this.#descriptions[r] = description;
+  /** The holders of `p` through edges active now, by name. */
+  #holdersNow(p: PermId): string[] {
+    const users = new Set<string>();
+    for (const role of this.whichRolesCan(this.#permNames.name(p))) for (const user of this.members(role) ?? []) users.add(user);
+    return [...users].sort(byCodePoint);
   }
 
-  #deleteRole(role: string): void {
-    const r = this.#roleNames.id(role);
-    if (r === undefined) return;
-    this.#forgetHoldersOfRole(r);
-    for (const p of this.#permsOfRole.copyOf(r)) this.#unlinkGrant(r, p as PermId);
-    for (const u of this.#membersOfRole.copyOf(r)) this.#unlinkMember(u as UserId, r);
-    this.#permsOfRole.clear(r);
-    this.#membersOfRole.clear(r);
-    this.#descriptions[r] = undefined;
-    this.#roleNames.release(r);
-    if (this.#roleNames.size > 0) return;
-    // The last role went, and every grant and membership with it: give the memory back.
-    this.#roleNames.reset();
-    this.#permsOfRole.reset();
-    this.#membersOfRole.reset();
-    this.#descriptions.length = 0;
-  }
-
-  #grant(role: string, permission: string): void {
-    const r = this.#roleNames.id(role);
-    if (r === undefined) return;
-    let p = this.#permNames.id(permission);
-    if (p === undefined) {
-      p = this.#permNames.intern(permission);
-      this.#rolesOfPerm.ensureNodes(this.#permNames.idEnd);
-      this.#resourceLists.clear();
-    }
-    if (!this.#permsOfRole.insertSorted(r, p)) return;
-    this.#rolesOfPerm.insertSorted(p, r);
-    this.#holderLists.delete(p);
-  }
-
-  #revoke(role: string, permission: string): void {
-    const r = this.#roleNames.id(role);
-    const p = this.#permNames.id(permission);
-    if (r === undefined || p === undefined || !this.#permsOfRole.removeSorted(r, p)) return;
-    this.#unlinkGrant(r, p);
-  }
-
-  /** Removes the permission → role side of a grant, and the permission when nothing grants it. */
-  #unlinkGrant(r: RoleId, p: PermId): void {
-    this.#rolesOfPerm.removeSorted(p, r);
-    this.#holderLists.delete(p);
-    if (this.#rolesOfPerm.countOf(p) !== 0) return;
-    this.#rolesOfPerm.clear(p);
-    this.#permNames.release(p);
-    if (this.#permNames.size === 0) {
-      this.#permNames.reset();
-      this.#rolesOfPerm.reset();
-    }
+  /** With windows, lists made before a bound passed no longer hold: forgotten. */
+  #forgetPassedWindows(): void {
+    const w = this.#windows;
+    if (w === undefined || !w.passedBoundarySince(w.now())) return;
+    this.#memo.clear();
+    this.#holderLists.clear();
     this.#resourceLists.clear();
   }
 
-  #addMember(user: string, role: string): void {
-    const r = this.#roleNames.id(role);
-    if (r === undefined) return;
-    let u = this.#userNames.id(user);
-    if (u === undefined) {
-      u = this.#userNames.intern(user);
-      this.#rolesOfUser.ensureNodes(this.#userNames.idEnd);
-    }
-    if (!this.#rolesOfUser.insertSorted(u, r)) return;
-    this.#membersOfRole.insertAt(r, memberPosition(this.#membersOfRole, this.#userNames, r, u), u);
-    this.#forgetHoldersOfRole(r);
+  #memoFor(key: string): readonly string[] | undefined {
+    this.#forgetPassedWindows();
+    return this.#memo.get(key);
   }
 
-  #removeMember(user: string, role: string): void {
-    const r = this.#roleNames.id(role);
-    const u = this.#userNames.id(user);
-    if (r === undefined || u === undefined || !this.#rolesOfUser.has(u, r)) return;
-    this.#membersOfRole.removeAt(r, memberPosition(this.#membersOfRole, this.#userNames, r, u));
-    this.#unlinkMember(u, r);
-    this.#forgetHoldersOfRole(r);
-  }
-
-  /** Removes the user → role side of a membership, and the user when it has no role left. */
-  #unlinkMember(u: UserId, r: RoleId): void {
-    this.#rolesOfUser.removeSorted(u, r);
-    if (this.#rolesOfUser.countOf(u) !== 0) return;
-    this.#rolesOfUser.clear(u);
-    this.#userNames.release(u);
-    if (this.#userNames.size === 0) {
-      this.#userNames.reset();
-      this.#rolesOfUser.reset();
-    }
+  #memoised(key: string, build: () => string[]): readonly string[] {
+    let list = this.#memoFor(key);
+    if (list === undefined) this.#memo.set(key, (list = build()));
+    return list;
   }
 }

@@ -24,13 +24,15 @@ export function readPermission(name: string): PermissionReading {
 /**
  * The known resources of `type` (docs/authzen.md): each id named by a granted `t:i:x`
  * permission, once, sorted by code point. Read from the permission names themselves, so no
- * second index has to be kept: only the names starting with `type:` are decoded.
+ * second index has to be kept: only the names starting with `type:` are decoded. `granted`, when
+ * given, says whether a permission is granted now (a graph with windows: some grants are not yet
+ * or no longer active).
  */
-export function knownResourceIds(permissions: NameTable<PermId>, type: string): string[] {
+export function knownResourceIds(permissions: NameTable<PermId>, type: string, granted?: (p: PermId) => boolean): string[] {
   const prefix = `${type}:`;
   const ids = new Set<string>();
   for (const p of permissions.ids()) {
-    if (!permissions.startsWith(p, prefix)) continue;
+    if (!permissions.startsWith(p, prefix) || (granted !== undefined && !granted(p))) continue;
     const { id } = readPermission(permissions.name(p));
     // An empty id (`t::a`) names no resource AuthZEN can ask about.
     if (id !== undefined && id !== '') ids.add(id);

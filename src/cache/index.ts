@@ -1,4 +1,4 @@
-import type { Change, ChangeRecord } from '../authz/changes.ts';
+import { commitsOf, type Change, type ChangeRecord } from '../authz/changes.ts';
 import type { GraphImage } from '../authz/graph-image.ts';
 import { TenantGraph } from '../authz/graph.ts';
 import type { TenantId } from '../authz/tenant.ts';
@@ -26,7 +26,7 @@ interface Waiter {
 /** Changes that arrived ahead of a missing revision, for one graph, and the writers waiting on them. */
 interface Held {
   readonly graph: TenantGraph;
-  readonly changes: Map<number, Change>;
+  readonly changes: Map<number, readonly Change[]>;
   waiting: Waiter[];
   readonly timer: Timer;
 }
@@ -154,7 +154,7 @@ export class TenantCache {
     const g = this.#graphs.peek(tenant);
     if (g === undefined || g.revision >= stored) return;
     try {
-      for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
+      for (const c of commitsOf(await replay(g.revision))) g.apply(c.changes, c.revision);
     } catch {
       // the graph stays behind and is dropped below
     }
@@ -180,14 +180,14 @@ export class TenantCache {
   }
 
   /**
-   * Applies a committed change in revision order and resolves once the graph reflects it (or was
+   * Applies a committed write request's changes in revision order and resolves once the graph reflects it (or was
    * given up). A change that arrives ahead of a missing one (two workers committed at almost the
    * same time, and the other's change is still on its way) is held for up to `gapWaitMs`; the
    * missing change normally arrives long before, and then both apply in order. Only when it does
    * not are the missing revisions replayed from the changelog; if that fails or falls short, the
    * graph is dropped so the next request hydrates a complete one. Never applies out of order.
    */
-  apply(tenant: TenantId, change: Change, revision: number, replay: Replay): Promise<void> {
+  apply(tenant: TenantId, changes: readonly Change[], revision: number, replay: Replay): Promise<void> {
     // A committed change: the tenant exists from now on (its first write is heard here).
     this.#index.add(tenant);
     if (this.#inflight.has(tenant)) {
@@ -195,7 +195,7 @@ export class TenantCache {
     }
     const g = this.#graphs.peek(tenant);
     if (g === undefined) return DONE;
-    const result = g.apply(change, revision);
+    const result = g.apply(changes, revision);
     if (result === 'stale') return DONE;
     if (result === 'applied') {
       this.#advanced(tenant, g);
@@ -216,7 +216,7 @@ export class TenantCache {
       held = h;
       this.#held.set(tenant, h);
     }
-    held.changes.set(revision, change);
+    held.changes.set(revision, changes);
     const h = held;
     return new Promise((resolve) => h.waiting.push({ revision, resolve: () => resolve() }));
   }
@@ -260,7 +260,7 @@ export class TenantCache {
     if (this.#held.get(tenant) !== held) return;
     if (this.#graphs.peek(tenant) === g) {
       try {
-        for (const rec of await replay(g.revision)) g.apply(rec.change, rec.revision);
+        for (const c of commitsOf(await replay(g.revision))) g.apply(c.changes, c.revision);
       } catch {
         // the graph stays behind and is dropped below
       }

@@ -6,10 +6,11 @@ import type { RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records
 /** What the HTTP layer needs from the rest of the worker; it never touches a store directly. */
 export interface Backend {
   /**
-   * Commits one change and reports the outcome, once the change is applied to every cached graph
-   * of this instance (so any later request, on any connection, sees it).
+   * Commits a write request's changes (all or none, at one revision; only while the tenant is at
+   * `ifMatch` when given) and reports the outcome, once they are applied to every cached graph of
+   * this instance (so any later request, on any connection, sees them).
    */
-  write(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome>;
+  write(tenant: TenantId, changes: readonly Change[], audit: AuditOfWrite | undefined, ifMatch?: number): Promise<WriteOutcome>;
   /** The tenant's audit rows after `after` (from the top when undefined), newest first by time then id, at most `limit`. */
   audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]>;
   /** Takes an audit row recorded after its answer (batched; never waits). */

@@ -2,15 +2,16 @@ import type { Change } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 
 /**
- * A committed change as it travels between workers (and, through Redis, instances). Versioned.
- * Without `change` it is a revision hint (workers only): the tenant is at `revision` in the
+ * A committed write request's changes as they travel between workers (and, through Redis,
+ * instances). Versioned. Without `changes` it is a revision hint (workers only): the tenant is at `revision` in the
  * database (a refused write read it there); a worker behind it catches up from the changelog.
  */
 export interface ChangeMessage {
   readonly v: 1;
   readonly tenant: TenantId;
   readonly revision: number;
-  readonly change?: Change;
+  /** The request's changes, in order, all at `revision`. */
+  readonly changes?: readonly Change[];
   /** When the change committed (ms since the epoch), for the invalidation delay. */
   readonly at?: number;
   /** Committed by another instance (it came through Redis). */

@@ -21,10 +21,12 @@ function isEnvelope(x: unknown): x is RedisEnvelope {
     isTenantId(m.tenant) &&
     Number.isSafeInteger(m.revision) &&
     (m.revision as number) > 0 &&
-    // Without a change (field encryption is on): the receivers read it from the changelog.
-    (m.change === undefined || (typeof m.change === 'object' && m.change !== null && typeof (m.change as { op?: unknown }).op === 'string'))
+    // Without changes (field encryption is on): the receivers read them from the changelog.
+    (m.changes === undefined || (Array.isArray(m.changes) && m.changes.length > 0 && m.changes.every(isChange)))
   );
 }
+
+const isChange = (c: unknown): boolean => typeof c === 'object' && c !== null && typeof (c as { op?: unknown }).op === 'string';
 
 function parseEnvelope(text: string): RedisEnvelope | undefined {
   let parsed: unknown;
@@ -88,9 +90,9 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
       return;
     }
     if (parsed.from === o.instance) return;
-    const { tenant, revision, change } = parsed;
+    const { tenant, revision, changes } = parsed;
     const at = typeof parsed.at === 'number' && Number.isFinite(parsed.at) ? { at: parsed.at } : {};
-    o.onChange(change === undefined ? { v: 1, tenant, revision, remote: true, ...at } : { v: 1, tenant, revision, change, remote: true, ...at });
+    o.onChange(changes === undefined ? { v: 1, tenant, revision, remote: true, ...at } : { v: 1, tenant, revision, changes, remote: true, ...at });
   });
 
   return {

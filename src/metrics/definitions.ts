@@ -81,6 +81,12 @@ export const METRICS = {
     'Webhook delivery attempts by outcome: delivered, pending (a retry follows) or failed (no retry left)',
     ['result'],
   ),
+  boundaryChanges: spec(
+    'rbac_boundary_changes_total',
+    'counter',
+    'Window boundaries of grants and memberships committed by this instance as changes (docs/api.md §12.1), by op',
+    ['op'],
+  ),
   schedulerLeader: spec('rbac_workflow_scheduler_leader', 'gauge', '1 while this instance holds the workflow scheduler lease', [], { aggregation: 'first' }),
   buildInfo: spec('rbac_build_info', 'gauge', 'Always 1: the version, Node.js and HTTP engine running', ['version', 'node', 'engine'], {
     aggregation: 'first',

@@ -22,6 +22,7 @@ export class PrimaryMetrics {
   readonly #runDuration: Histogram;
   readonly #deliveries: Counter;
   readonly #leader: Gauge;
+  readonly #boundaries: Counter;
 
   constructor(build: BuildInfo) {
     const r = this.#registry;
@@ -31,6 +32,9 @@ export class PrimaryMetrics {
     this.#runDuration = new Histogram({ name: took.name, help: took.help, buckets: [...(took.buckets ?? [])], registers: [r] });
     this.#deliveries = new Counter({ name: sent.name, help: sent.help, labelNames: [...sent.labels], registers: [r] });
     this.#leader = new Gauge({ name: leads.name, help: leads.help, registers: [r] });
+    const { boundaryChanges: passed } = METRICS;
+    this.#boundaries = new Counter({ name: passed.name, help: passed.help, labelNames: [...passed.labels], registers: [r] });
+    for (const op of ['permission.activate', 'permission.expire', 'membership.activate', 'membership.expire']) this.#boundaries.inc({ op }, 0);
     for (const result of ['ok', 'error']) this.#runs.inc({ result }, 0);
     for (const result of ['delivered', 'pending', 'failed']) this.#deliveries.inc({ result }, 0);
     const info = new Gauge({ name: METRICS.buildInfo.name, help: METRICS.buildInfo.help, labelNames: [...METRICS.buildInfo.labels], registers: [r] });
@@ -49,6 +53,11 @@ export class PrimaryMetrics {
   /** One attempt's outcome: `pending` when a retry follows. */
   webhookDelivery(status: 'pending' | 'delivered' | 'failed'): void {
     this.#deliveries.inc({ result: status });
+  }
+
+  /** A window boundary committed as a change, by its op. */
+  boundaryChange(op: string): void {
+    this.#boundaries.inc({ op });
   }
 
   schedulerLeader(leader: boolean): void {

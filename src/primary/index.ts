@@ -30,7 +30,7 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   // Loaded and started once the workers listen: its modules (the pool, the webhook sender) and
   // its store thread's start-up do not delay theirs.
   const listening = (): void => {
-    scheduler ??= import('./workflows.ts').then((m) => m.startWorkflowScheduler(config, log, metrics));
+    scheduler ??= import('./workflows.ts').then((m) => m.startWorkflowScheduler(config, log, metrics, (msgs) => relay.fromPrimary(msgs)));
   };
   const supervisor = new Supervisor(config, log, engine.name, relay, { scrape, restarted: () => metrics.restarted(), listening });
   if (!(await serveMetrics(config, log, metrics, scrape))) return 2;

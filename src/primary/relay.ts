@@ -4,6 +4,7 @@ import { startRedisBridge, type RedisBridge } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { ChangeHub } from './hub.ts';
 import type { ToPrimary } from '../ipc/protocol.ts';
+import type { ChangeMessage } from '../invalidation/messages.ts';
 
 /** The workers' change traffic: their IPC fan-out (the hub) and, when configured, the other instances (Redis). */
 export class ChangeRelay {
@@ -30,18 +31,30 @@ export class ChangeRelay {
         break;
       case 'change':
         this.#hub.change(w, m.id, m.msgs);
-        // Revision hints stay inside the instance: the others catch up through revalidation.
-        if (this.#redis !== undefined) {
-          for (const msg of m.msgs) {
-            if (msg.change === undefined) continue;
-            const { tenant, revision, at } = msg;
-            this.#redis.publish(this.#namesOverRedis ? msg : at === undefined ? { v: 1, tenant, revision } : { v: 1, tenant, revision, at });
-          }
-        }
+        this.#publish(m.msgs);
         break;
       case 'ack':
         this.#hub.ack(w, m.id);
         break;
+    }
+  }
+
+  /**
+   * Changes this process committed itself (the boundary changes of timed access): to every worker
+   * of this instance and, through Redis, the other instances. Nobody waits for them to apply.
+   */
+  fromPrimary(msgs: readonly ChangeMessage[]): void {
+    this.#hub.change(undefined, 0, msgs);
+    this.#publish(msgs);
+  }
+
+  /** Committed changes to the other instances. Revision hints stay inside the instance: the others catch up through revalidation. */
+  #publish(msgs: readonly ChangeMessage[]): void {
+    if (this.#redis === undefined) return;
+    for (const msg of msgs) {
+      if (msg.changes === undefined) continue;
+      const { tenant, revision, at } = msg;
+      this.#redis.publish(this.#namesOverRedis ? msg : at === undefined ? { v: 1, tenant, revision } : { v: 1, tenant, revision, at });
     }
   }
 

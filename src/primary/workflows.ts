@@ -8,6 +8,7 @@ import { storeSettings, type StoreSettings } from '../store/settings.ts';
 import { systemClock, type Clock } from '../time/clock.ts';
 import { WebhookHosts } from '../workflow/allowed-hosts.ts';
 import { Scheduler } from '../workflow/scheduler.ts';
+import type { ChangeMessage } from '../invalidation/messages.ts';
 import { newWebhookId } from '../workflow/secrets.ts';
 import { afterAttempt, deliverOnce, webhookBody } from '../workflow/webhook.ts';
 
@@ -25,7 +26,13 @@ export interface RunningScheduler {
  * reads a whole permission's holders, never runs on an HTTP worker's event loop or pool) and the
  * webhook sender, under the lease every instance of one database competes for.
  */
-export function startWorkflowScheduler(config: Config, log: Logger, metrics: PrimaryMetrics, clock: Clock = systemClock): RunningScheduler {
+export function startWorkflowScheduler(
+  config: Config,
+  log: Logger,
+  metrics: PrimaryMetrics,
+  publish: (msgs: readonly ChangeMessage[]) => void,
+  clock: Clock = systemClock,
+): RunningScheduler {
   const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { error: String(err) }));
   const hosts = WebhookHosts.parse(config.AUTH_WEBHOOK_ALLOWED_HOSTS);
   const scheduler = new Scheduler({
@@ -49,6 +56,12 @@ export function startWorkflowScheduler(config: Config, log: Logger, metrics: Pri
       ran: (seconds, ok) => metrics.workflowRun(seconds, ok),
       delivered: (update) => metrics.webhookDelivery(update.status),
       leading: (leader) => metrics.schedulerLeader(leader),
+      boundaries: (committed) => {
+        // To every cache, like a worker's write (the commit time for the invalidation delay is now).
+        const at = Date.now();
+        publish(committed.map(({ tenant, revision, change }) => ({ v: 1, tenant, revision, changes: [change], at })));
+        for (const c of committed) metrics.boundaryChange(c.change.op);
+      },
     },
     clock,
   });

@@ -30,8 +30,9 @@ export class WorkerBackend implements Backend {
     this.#redis = redis;
   }
 
-  write(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome> {
-    return counted(this.#pipeline.write(tenant, change, audit), change.op, this.#metrics);
+  write(tenant: TenantId, changes: readonly Change[], audit: AuditOfWrite | undefined, ifMatch?: number): Promise<WriteOutcome> {
+    const op = changes.length === 1 ? (changes[0] as Change).op : 'writes';
+    return counted(this.#pipeline.write(tenant, changes, audit, ifMatch), op, this.#metrics);
   }
   putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
     return countedSchedule(this.#pipeline.putSchedule(schedule, nowMs, audit), 'workflow.schedule', this.#metrics);

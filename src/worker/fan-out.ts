@@ -25,13 +25,13 @@ export class FanOut implements FanOutStage {
     await Promise.all([
       ...batch.map(({ tenant, outcome }) =>
         outcome.ok
-          ? cache.apply(tenant, outcome.change, outcome.revision, this.#replay(tenant))
+          ? cache.apply(tenant, outcome.changes, outcome.revision, this.#replay(tenant))
           : cache.catchUp(tenant, outcome.revision, this.#replay(tenant)),
       ),
       this.#bus.publish(
         batch.map(({ tenant, outcome }) =>
           // `at`: when it committed, for the invalidation delay measured where it is applied.
-          outcome.ok ? { v: 1, tenant, revision: outcome.revision, change: outcome.change, at: Date.now() } : { v: 1, tenant, revision: outcome.revision },
+          outcome.ok ? { v: 1, tenant, revision: outcome.revision, changes: outcome.changes, at: Date.now() } : { v: 1, tenant, revision: outcome.revision },
         ),
       ),
     ]);

@@ -5,10 +5,10 @@ import { APPLY_BUDGET_MS } from '../ipc/timing.ts';
 import type { WorkerMetrics } from '../metrics/worker.ts';
 import type { TenantStore } from '../store/port.ts';
 
-/** A gap larger than this is not replayed: the graph is rehydrated instead. */
+/** A gap of more revisions than this is not replayed: the graph is rehydrated instead. */
 const REPLAY_LIMIT = 1000;
 
-/** A tenant's changelog after a revision, at most {@link REPLAY_LIMIT} changes: how a graph that missed some catches up. */
+/** A tenant's changelog after a revision, at most {@link REPLAY_LIMIT} revisions: how a graph that missed some catches up. */
 export function changelogReplay(store: Pick<TenantStore, 'changes'>): (tenant: TenantId) => Replay {
   return (tenant) => (since) => store.changes(tenant, since, REPLAY_LIMIT);
 }
@@ -24,9 +24,9 @@ export function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: 
     // queue. The writer's response waits for this acknowledgement, so a replay that is slow
     // gives up the graph instead (the next request hydrates it) rather than hold the write.
     const applied =
-      msg.change === undefined
+      msg.changes === undefined
         ? cache.catchUp(msg.tenant, msg.revision, replay(msg.tenant))
-        : cache.apply(msg.tenant, msg.change, msg.revision, replay(msg.tenant));
+        : cache.apply(msg.tenant, msg.changes, msg.revision, replay(msg.tenant));
     if (!(await within(applied, APPLY_BUDGET_MS))) cache.drop(msg.tenant);
     else if (msg.at !== undefined) metrics?.invalidated(msg.remote === true ? 'instance' : 'worker', (Date.now() - msg.at) / 1000);
   });

@@ -163,9 +163,13 @@ export class WritePipeline {
     );
   }
 
-  /** Commits `change` and resolves once every worker of this instance sees it (or with its refusal). */
-  write(tenant: TenantId, change: Change, audit?: AuditOfWrite): Promise<WriteOutcome> {
-    return new Promise((resolve, reject) => this.#commit.push({ kind: 'write', tenant, change, audit, attempts: 0, resolve, reject }));
+  /**
+   * Commits a write request's `changes` (one or more, all or none, at one revision; only while
+   * the tenant is at `ifMatch` when given) and resolves once every worker of this instance sees
+   * them (or with the refusal).
+   */
+  write(tenant: TenantId, changes: readonly Change[], audit?: AuditOfWrite, ifMatch?: number): Promise<WriteOutcome> {
+    return new Promise((resolve, reject) => this.#commit.push({ kind: 'write', tenant, changes, ifMatch, audit, attempts: 0, resolve, reject }));
   }
 
   /** Creates or replaces a schedule with its audit row (see WorkflowStore.putSchedule), in its tenant's turn. */
@@ -252,7 +256,7 @@ export class WritePipeline {
     for (const w of batch) w.attempts++;
     let settled: WriteSettled[];
     try {
-      settled = await this.#store.writeMany(batch.map(({ tenant, change, audit }) => ({ tenant, change, audit })));
+      settled = await this.#store.writeMany(batch.map(({ tenant, changes, ifMatch, audit }) => ({ tenant, changes, ifMatch, audit })));
     } catch (err) {
       // The whole batch failed: each write is tried again or rejected with that failure.
       return this.#retryLater(batch.filter((w) => this.#settle(w, err)));

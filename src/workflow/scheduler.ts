@@ -1,16 +1,20 @@
 import type { Logger, LogMessage } from '../log/index.ts';
 import { every, type Clock, type Repeating, type Timer } from '../time/clock.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, WorkflowStore } from './records.ts';
+import type { BoundaryCommitted, TenantStore } from '../store/port.ts';
 
 /** What the scheduler reports (the primary's metrics); every call is cheap and never throws. */
 export interface SchedulerEvents {
   ran(seconds: number, ok: boolean): void;
   delivered(update: DeliveryUpdate): void;
   leading(leader: boolean): void;
+  /** Boundary changes this leader committed (docs/api.md §12.1), in commit order: for the caches and the metrics. */
+  boundaries(committed: readonly BoundaryCommitted[]): void;
 }
 
 export interface SchedulerOptions {
-  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'>;
+  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'> &
+    Pick<TenantStore, 'commitBoundaries'>;
   /** Makes one delivery attempt and says what to record on the run (it never throws). */
   readonly deliver: (job: DeliveryJob) => Promise<DeliveryUpdate>;
   /** Names this process in the lease (host, pid and a random part: unique across restarts). */
@@ -26,6 +30,8 @@ export interface SchedulerOptions {
   readonly clock: Clock;
 }
 
+/** Window boundaries committed per store call at most; a tick makes calls until none is left. */
+const BOUNDARIES_PER_CALL = 500;
 /** Schedules run per tick at most; the rest wait for the next tick (runs are database work). */
 const RUNS_PER_TICK = 50;
 /** Deliveries in flight at once: a slow receiver holds one slot for at most the 5 s timeout. */
@@ -37,6 +43,8 @@ const STOP_GRACE_MS = 2_000;
 
 /**
  * The workflow scheduler (docs/api.md §12), run in the primary: it owns no socket and no graph;
+ * its leader also commits the boundaries of timed grants and memberships as they pass (§12.1),
+ * before the runs of the same tick, so that a run sees an expiry that came due before it;
  * runs are made by the store in one transaction each, off this event loop (pool threads).
  * Exactly one instance leads at a time, under a lease in the database renewed every quarter of
  * its length; only the leader runs due schedules and delivers webhooks. The store's run is also
@@ -117,6 +125,7 @@ export class Scheduler {
 
   async #tick(): Promise<void> {
     try {
+      await this.#commitBoundaries();
       const due = await this.#o.store.dueSchedules(this.#o.clock.now(), RUNS_PER_TICK);
       for (const d of due) {
         if (this.#stopped || !this.#leader) return;
@@ -126,6 +135,21 @@ export class Scheduler {
       this.#problem('');
     } catch (err) {
       this.#problem(describe(err), 'workflow scheduler tick failed');
+    }
+  }
+
+  /**
+   * Every boundary passed by now, oldest first, in calls of {@link BOUNDARIES_PER_CALL}: after a
+   * downtime, the overdue ones all go at the first tick. The store commits each only while its
+   * edge still has that bound, so a second leader (a paused process whose lease ran out) commits
+   * none twice.
+   */
+  async #commitBoundaries(): Promise<void> {
+    for (;;) {
+      if (this.#stopped || !this.#leader) return;
+      const committed = await this.#o.store.commitBoundaries(this.#o.clock.now() * 1000, BOUNDARIES_PER_CALL);
+      if (committed.length > 0) this.#o.events.boundaries(committed);
+      if (committed.length < BOUNDARIES_PER_CALL) return;
     }
   }
 

@@ -1,5 +1,5 @@
 import type { AuditEntry } from '../../audit/record.ts';
-import type { Change, ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
+import type { BoundaryChange, Change, ChangeRecord, Window, WriteCommitted } from '../../authz/changes.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import type { NameField } from '../../authz/names.ts';
 import type { BodySchemaName, DataSchemaName } from './schemas.ts';
@@ -7,12 +7,20 @@ import type { BodySchemaName, DataSchemaName } from './schemas.ts';
 /** The kinds of /api routes and what each route says about itself; the routes are in routes.ts and workflow-routes.ts. */
 
 /**
+ * The ids of the write routes: the op of the change each asks for (its audit rows' action), and
+ * `writes`, the atomic batch (docs/api.md §12.2).
+ */
+export type WriteRouteId = Exclude<Change['op'], BoundaryChange['op']> | 'writes';
+
+/**
  * Every /api route's id: binds cursors, names the route in logs, metrics, audit rows and the
- * OpenAPI document. A write's id is the op of the change it commits (its audit rows' action).
+ * OpenAPI document.
  */
 export type RouteId =
-  | Change['op']
+  | WriteRouteId
   | 'roles'
+  | 'windows'
+  | 'dry-run'
   | 'permission.get'
   | 'role_permissions'
   | 'membership.get'
@@ -33,7 +41,7 @@ export type RouteId =
 
 export interface RouteBase<Id extends RouteId = RouteId> {
   readonly id: Id;
-  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** OpenAPI form, `{name}` for a parameter. */
   readonly path: string;
   readonly params: readonly NameField[];
@@ -41,7 +49,7 @@ export interface RouteBase<Id extends RouteId = RouteId> {
   readonly status: 200 | 201;
   readonly message: string;
   readonly data: DataSchemaName;
-  /** Request body schema; every POST and DELETE reads (and validates) its body. */
+  /** Request body schema; every POST, PUT and DELETE reads (and validates) its body. */
   readonly body?: BodySchemaName;
   /** What its 404 means, in the OpenAPI document; absent when the route has no 404 of its own. */
   readonly notFound?: string;
@@ -69,6 +77,8 @@ export interface DecisionRoute extends RouteBase {
   decide(g: TenantGraph, p: readonly string[]): boolean;
   /** The one field of the answer's data. */
   readonly field: 'has_permission' | 'is_member';
+  /** The window of the edge asked about, when it exists with one: added to the answer (docs/api.md §12.1). */
+  window?(g: TenantGraph, p: readonly string[]): Window | undefined;
 }
 
 /** Any other read answered from the tenant graph. */
@@ -86,18 +96,31 @@ export interface ListRoute extends RouteBase {
    * The wire items of a page of names: built by a function, or, where each item is one name,
    * the item's one field (`{"user":"alice"}`), written straight from the names (see nameItemsJson).
    */
-  readonly items: ItemField | ((g: TenantGraph, names: readonly string[]) => unknown[]);
+  readonly items: ItemField | ((g: TenantGraph, names: readonly string[], p: readonly string[]) => unknown[]);
+  /**
+   * A list of edges (docs/api.md §12.1): the window of the edge each name stands for, which its
+   * item then carries. Asked only of a graph with windows; the others answer the plain items.
+   */
+  window?(g: TenantGraph, p: readonly string[], name: string): Window | undefined;
 }
 
 /** The field of a list item that is one name. */
 export type ItemField = 'name' | 'user' | 'role';
 
-/** A change committed by the store, then applied to the graph. */
-export interface WriteRoute extends RouteBase<Change['op']> {
+/** A write request: its changes committed by the store at one revision, then applied to the graphs. */
+export interface WriteRoute extends RouteBase<WriteRouteId> {
   readonly kind: 'write';
-  change(p: readonly string[], body: unknown): Change;
+  /** The changes the request asks for, from its path names and body; `nowMicros` judges a window (throws 400). */
+  changes(p: readonly string[], body: unknown, nowMicros: number): readonly Change[];
   /** The response data; `p` are the decoded path names. */
   result(done: WriteCommitted, p: readonly string[]): unknown;
+  /** The status of a success when it depends on what was committed (a PUT: created 201, replaced 200); else `status`. */
+  statusOf?(done: WriteCommitted): 200 | 201;
+}
+
+/** POST /api/dry-run (docs/api.md §12.3): what a batch would change, answered from the graph, storing nothing. */
+export interface PreviewRoute extends RouteBase<'dry-run'> {
+  readonly kind: 'preview';
 }
 
 /** The tenant's changelog, read from the database and paged by revision. */
@@ -123,7 +146,7 @@ export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
 }
 
-export type Route = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+export type Route = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
 
 /** The routes answered from the tenant graph, in memory (once it is cached and recent enough). */
 export type GraphRoute = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute;
@@ -138,6 +161,7 @@ export function isGraphRoute(route: Route): route is GraphRoute {
     case 'list':
       return true;
     case 'write':
+    case 'preview':
     case 'log':
     case 'token':
     case 'audit':
@@ -177,6 +201,7 @@ export function accessOf(route: Route): Access {
     case 'decision':
     case 'read':
     case 'list':
+    case 'preview':
     case 'log':
     case 'audit':
       return 'read';

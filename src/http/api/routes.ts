@@ -2,6 +2,7 @@ import { explain } from '../../authz/explain.ts';
 import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
 import type { Route } from './route-types.ts';
 import { WORKFLOW_ROUTES } from './workflow-routes.ts';
+import { committedWindow, createdDescription, WINDOW_ROUTES, windowOfBody, wireWindow } from './window-routes.ts';
 
 /** `v ?? throw 404` for reads whose role must exist: the refusal a write on that role would get. */
 function known<T>(v: T | undefined, role: string): T {
@@ -41,8 +42,8 @@ export const ROUTES: readonly Route[] = [
     data: 'roleCreated',
     body: 'createRole',
     summary: 'Creates a role',
-    change: (p, body) => ({ op: 'role.create', role: p0(p), description: (body as { description?: string } | undefined)?.description ?? '' }),
-    result: (d) => ({ role: d.change.role, description: d.change.op === 'role.create' ? d.change.description : '', revision: d.revision }),
+    changes: (p, body) => [{ op: 'role.create', role: p0(p), description: (body as { description?: string } | undefined)?.description ?? '' }],
+    result: (d, p) => ({ role: p0(p), description: createdDescription(d), revision: d.revision }),
   },
   {
     id: 'role.delete',
@@ -56,11 +57,11 @@ export const ROUTES: readonly Route[] = [
     body: 'none',
     notFound: ROLE_NOT_FOUND,
     summary: 'Deletes a role with its grants and memberships',
-    change: (p) => ({ op: 'role.delete', role: p0(p) }),
-    result: (d) => ({
-      role: d.change.role,
-      permissions_removed: d.permissionsRemoved ?? 0,
-      memberships_removed: d.membershipsRemoved ?? 0,
+    changes: (p) => [{ op: 'role.delete', role: p0(p) }],
+    result: (d, p) => ({
+      role: p0(p),
+      permissions_removed: d.effects[0]?.permissionsRemoved ?? 0,
+      memberships_removed: d.effects[0]?.membershipsRemoved ?? 0,
       revision: d.revision,
     }),
   },
@@ -77,6 +78,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Whether the role has the permission',
     field: 'has_permission',
     decide: (g, p) => known(g.roleHasPermission(p0(p), p1(p)), p0(p)),
+    window: (g, p) => g.grantEdge(p0(p), p1(p)),
   },
   {
     id: 'permission.grant',
@@ -87,11 +89,11 @@ export const ROUTES: readonly Route[] = [
     status: 201,
     message: 'Permission granted',
     data: 'grant',
-    body: 'none',
+    body: 'edgeWindow',
     notFound: ROLE_NOT_FOUND,
-    summary: 'Grants the permission to the role',
-    change: (p) => ({ op: 'permission.grant', role: p0(p), permission: p1(p) }),
-    result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision }),
+    summary: 'Grants the permission to the role, for good or within a window',
+    changes: (p, body, now) => [{ op: 'permission.grant', role: p0(p), permission: p1(p), ...windowOfBody(body, now) }],
+    result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision, ...committedWindow(d) }),
   },
   {
     id: 'permission.revoke',
@@ -105,7 +107,7 @@ export const ROUTES: readonly Route[] = [
     body: 'none',
     notFound: ROLE_NOT_FOUND,
     summary: 'Revokes the permission from the role',
-    change: (p) => ({ op: 'permission.revoke', role: p0(p), permission: p1(p) }),
+    changes: (p) => [{ op: 'permission.revoke', role: p0(p), permission: p1(p) }],
     result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision }),
   },
   {
@@ -121,6 +123,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Permissions of the role',
     names: (g, p) => known(g.rolePermissions(p0(p)), p0(p)),
     items: 'name',
+    window: (g, p, name) => g.grantEdge(p0(p), name),
   },
   {
     id: 'membership.get',
@@ -135,6 +138,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Whether the user belongs to the role',
     field: 'is_member',
     decide: (g, p) => known(g.isMember(p0(p), p1(p)), p1(p)),
+    window: (g, p) => g.memberEdge(p0(p), p1(p)),
   },
   {
     id: 'membership.add',
@@ -145,11 +149,11 @@ export const ROUTES: readonly Route[] = [
     status: 201,
     message: 'Membership added',
     data: 'membership',
-    body: 'none',
+    body: 'edgeWindow',
     notFound: ROLE_NOT_FOUND,
-    summary: 'Adds the user to the role',
-    change: (p) => ({ op: 'membership.add', user: p0(p), role: p1(p) }),
-    result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision }),
+    summary: 'Adds the user to the role, for good or within a window',
+    changes: (p, body, now) => [{ op: 'membership.add', user: p0(p), role: p1(p), ...windowOfBody(body, now) }],
+    result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision, ...committedWindow(d) }),
   },
   {
     id: 'membership.remove',
@@ -163,7 +167,7 @@ export const ROUTES: readonly Route[] = [
     body: 'none',
     notFound: ROLE_NOT_FOUND,
     summary: 'Removes the user from the role',
-    change: (p) => ({ op: 'membership.remove', user: p0(p), role: p1(p) }),
+    changes: (p) => [{ op: 'membership.remove', user: p0(p), role: p1(p) }],
     result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision }),
   },
   {
@@ -179,6 +183,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Members of the role',
     names: (g, p) => known(g.members(p0(p)), p0(p)),
     items: 'user',
+    window: (g, p, name) => g.memberEdge(name, p0(p)),
   },
   {
     id: 'has_permission',
@@ -228,6 +233,7 @@ export const ROUTES: readonly Route[] = [
     summary: 'Roles of the user',
     names: (g, p) => g.userRoles(p0(p)),
     items: 'role',
+    window: (g, p, name) => g.memberEdge(p0(p), name),
   },
   {
     id: 'which_users_can',
@@ -272,6 +278,7 @@ export const ROUTES: readonly Route[] = [
         role: change.role,
         permission: 'permission' in change ? change.permission : undefined,
         user: 'user' in change ? change.user : undefined,
+        ...wireWindow('notBefore' in change ? change.notBefore : undefined, 'expiresAt' in change ? change.expiresAt : undefined),
         timestamp: at,
       })),
   },
@@ -322,5 +329,6 @@ export const ROUTES: readonly Route[] = [
     body: 'check',
     summary: 'Many has_permission checks answered at one revision',
   },
+  ...WINDOW_ROUTES,
   ...WORKFLOW_ROUTES,
 ];

@@ -76,7 +76,7 @@ export interface EngineResponse {
 
 export type Handler = (res: EngineResponse, req: EngineRequest) => void;
 
-export type Method = 'GET' | 'POST' | 'DELETE' | 'HEAD';
+export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE' | 'HEAD';
 
 /** The listening socket of a started app. */
 export interface Listener {

@@ -11,6 +11,7 @@ import type { Reply, TenantTarget } from '../reply/reply.ts';
 import type { AuditRoute, GraphRoute, HasPermissionRoute, ListRoute, LogRoute, Route, TokenRoute, WriteRoute } from '../api/route-types.ts';
 import type { AuditEntry, AuditPosition } from '../../audit/record.ts';
 import { appError } from '../../errors/index.ts';
+import { wireWindow } from '../api/window-routes.ts';
 import type { IssuedToken } from '../../crypto/tokens.ts';
 import type { RequestMetrics } from '../../metrics/requests.ts';
 import { data as dataSchemas, type DataSchemaName } from '../api/schemas.ts';
@@ -79,7 +80,8 @@ export class Answers {
         const allowed = route.decide(g, p);
         // Counted in rbac_check_decisions_total (docs/operations.md §2), like has_permission's.
         this.#metrics.decision(allowed);
-        return this.envelope(route, { [route.field]: allowed });
+        const w = g.hasWindows ? route.window?.(g, p) : undefined;
+        return this.envelope(route, { [route.field]: allowed, ...wireWindow(w?.notBefore, w?.expiresAt) });
       }
       case 'read':
         return this.envelope(route, route.run(g, p));
@@ -97,9 +99,9 @@ export class Answers {
     });
   }
 
-  /** The body of a committed write. */
-  written(route: WriteRoute, outcome: WriteCommitted, p: string[]): string {
-    return successPrefix(route.status, route.message) + this.#serialize[route.data](route.result(outcome, p)) + successTail(undefined);
+  /** The body of a committed write, answered with `status`. */
+  written(route: WriteRoute, status: number, outcome: WriteCommitted, p: string[]): string {
+    return successPrefix(status, route.message) + this.#serialize[route.data](route.result(outcome, p)) + successTail(undefined);
   }
 
   /** A page of the tenant's changelog (read from the database, not the graph). */
@@ -143,9 +145,23 @@ export class Answers {
     const after = cursor === undefined ? undefined : this.#cursors.open(t.tenant, route.id, p, cursor);
     const page = pageAfter(route.names(g, p), after, limit);
     const next = page.after === undefined ? undefined : this.#cursors.sign(t.tenant, route.id, p, page.after);
-    const items = typeof route.items === 'string' ? nameItemsJson(route.items, page.items) : this.#serialize[route.data](route.items(g, page.items));
+    const items = this.#listItems(route, g, p, page.items);
     return successPrefix(200, route.message) + items + successTail(next);
   }
+  /** A page's items: one name each, written straight from the names, unless they carry more (a function's, or an edge's window). */
+  #listItems(route: ListRoute, g: TenantGraph, p: string[], names: readonly string[]): string {
+    const field = route.items;
+    if (typeof field === 'function') return this.#serialize[route.data](field(g, names, p));
+    const window = route.window;
+    if (window === undefined || !g.hasWindows) return nameItemsJson(field, names);
+    return this.#serialize[route.data](
+      names.map((name) => {
+        const w = window(g, p, name);
+        return { [field]: name, ...wireWindow(w?.notBefore, w?.expiresAt) };
+      }),
+    );
+  }
+
 }
 
 /** The position an audit cursor holds (`<at> <id>`, signed); a cursor of another shape is refused (400). */

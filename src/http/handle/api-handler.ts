@@ -39,6 +39,8 @@ interface RoutePlan {
   readonly fromGraph: GraphRoute | undefined;
   readonly paged: boolean;
   readonly log: boolean;
+  /** A write: reads `If-Match`. */
+  readonly write: boolean;
   /** has_permission: its two names are decoded into buffers and looked up from there (`#serveSpelled`). */
   readonly spelled: HasPermissionRoute | undefined;
 }
@@ -61,6 +63,7 @@ export class ApiHandler {
       fromGraph: isGraphRoute(route) ? route : undefined,
       paged: isPaged(route),
       log: route.kind === 'log',
+      write: route.kind === 'write',
       spelled: route.kind === 'has_permission' ? route : undefined,
     };
     // A token seen for the first time: the body is read while it is verified, then served.
@@ -91,7 +94,7 @@ export class ApiHandler {
     if (failure === undefined) {
       try {
         for (let i = 0; i < route.params.length; i++) p.push(decodeName(route.params[i] as NameField, req.getParameter(i) ?? ''));
-        query = parseQuery(req, plan.paged, plan.log);
+        query = parseQuery(req, plan.paged, plan.log, plan.write);
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         failure = err;

@@ -49,7 +49,7 @@ export class RouteTable {
     }
     this.#app.fallback(
       this.#guard((res, req) => {
-        if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, DELETE, OPTIONS');
+        if (req.getMethod() === 'options') return this.#preflight(res, req, 'GET, POST, PUT, DELETE, OPTIONS');
         const e = appError('ERR_HTTP_NOT_FOUND', { method: req.getMethod().toUpperCase(), url: req.getUrl() });
         this.#reply.error(this.#reply.target(res, req, '', apiSeries(req)), e, undefined);
       }),

@@ -1,3 +1,4 @@
+import type { Change, WriteRefused } from '../../authz/changes.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import type { TenantCache } from '../../cache/index.ts';
 import { AppError, appError, fromWire } from '../../errors/index.ts';
@@ -70,7 +71,7 @@ export class SlowPath {
     body: Promise<BodyResult> | undefined,
     principal: Principal,
   ): Promise<void> {
-    if (route.kind === 'write') return this.#writeAnswer(t, route, p, failure, body);
+    if (route.kind === 'write') return this.#writeAnswer(t, route, p, query, failure, body);
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));
     let value: unknown;
@@ -97,7 +98,7 @@ export class SlowPath {
    * A write hydrates nothing first: its outcome carries the revision. A refusal before it (a bad
    * body) reads the revision alone, from the cached graph or else the database.
    */
-  async #writeAnswer(t: TenantTarget, route: WriteRoute, p: string[], failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+  async #writeAnswer(t: TenantTarget, route: WriteRoute, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
     if (failure !== undefined) {
       const revision = await this.#revisionNow(t.tenant);
       return corked(t, () => this.#reply.error(t, failure, revision));
@@ -111,15 +112,24 @@ export class SlowPath {
       }
       value = b.value;
     }
-    return this.#write(t, route, p, value);
+    return this.#write(t, route, p, value, query.ifMatch);
   }
 
-  async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown): Promise<void> {
+  async #write(t: TenantTarget, route: WriteRoute, p: string[], value: unknown, ifMatch: number | undefined): Promise<void> {
+    let changes: readonly Change[];
+    try {
+      changes = route.changes(p, value, Date.now() * 1000);
+    } catch (err) {
+      if (!(err instanceof AppError)) throw err;
+      const revision = await this.#revisionNow(t.tenant);
+      return corked(t, () => this.#reply.error(t, err, revision));
+    }
     const audit = t.audit === undefined ? undefined : { ...t.audit.draft, status: route.status };
-    const outcome = await this.#backend.write(t.tenant, route.change(p, value), audit);
-    if (!outcome.ok) return corked(t, () => this.#reply.error(t, fromWire(outcome.error), outcome.revision));
-    const text = this.#answers.written(route, outcome, p);
-    corked(t, () => this.#reply.send(t, route.status, text, outcome.revision));
+    const outcome = await this.#backend.write(t.tenant, changes, audit, ifMatch);
+    if (!outcome.ok) return corked(t, () => this.#reply.error(t, refusalOf(route, outcome), outcome.revision));
+    const status = route.statusOf?.(outcome) ?? route.status;
+    const text = this.#answers.written(route, status, outcome, p);
+    corked(t, () => this.#reply.send(t, status, text, outcome.revision));
   }
 
   async #changes(t: TenantTarget, route: LogRoute, query: Query, g: TenantGraph): Promise<void> {
@@ -203,4 +213,14 @@ export class SlowPath {
   #revisionOr(t: TenantTarget, loaded: TenantGraph): number {
     return (this.#cache.get(t.tenant) ?? loaded).revision;
   }
+}
+
+/**
+ * The error a refused write answers: the store's, and for an item of a batch its position first
+ * (docs/api.md §12.2: `writes[i]` and its reason).
+ */
+function refusalOf(route: WriteRoute, refused: WriteRefused): AppError {
+  const error = fromWire(refused.error);
+  if (route.id !== 'writes' || refused.index === undefined) return error;
+  return new AppError(error.code, `writes[${refused.index}]: ${error.message}`);
 }

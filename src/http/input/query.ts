@@ -1,5 +1,6 @@
 import { appError } from '../../errors/index.ts';
 import type { EngineRequest } from '../engine/port.ts';
+import { parseIfMatch } from './if-match.ts';
 
 const MAX_LIMIT = 10_000;
 
@@ -10,13 +11,19 @@ export interface Query {
   readonly minRevision: number;
   /** `?since=` of /api/changes. */
   readonly since: number;
+  /** A write's `If-Match` revision (docs/api.md §12.4); undefined without one, or with `*`. */
+  readonly ifMatch?: number | undefined;
 }
 
 /** Shared by every request that asks nothing, so the hot path allocates no query. */
 export const NO_QUERY: Query = { limit: undefined, cursor: undefined, minRevision: 0, since: 0 };
 
-/** `?limit` and `?cursor` of list routes, and the `X-Authz-Min-Revision` header. */
-export function parseQuery(req: EngineRequest, list: boolean, log: boolean): Query {
+/** `?limit` and `?cursor` of list routes, the `X-Authz-Min-Revision` header, and a write's `If-Match`. */
+export function parseQuery(req: EngineRequest, list: boolean, log: boolean, write = false): Query {
+  if (write) {
+    const ifMatch = parseIfMatch(req.getHeader('if-match'));
+    if (ifMatch !== undefined && ifMatch !== 'any') return { ...parseQuery(req, list, log), ifMatch };
+  }
   const minHeader = req.getHeader('x-authz-min-revision');
   let minRevision = 0;
   if (minHeader !== '') {

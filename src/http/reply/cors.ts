@@ -23,7 +23,7 @@ export function corsPolicy(enabled: boolean, origins: string): CorsPolicy {
   };
 }
 
-export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id, X-Authz-Min-Revision';
+export const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Request-Id, X-Authz-Min-Revision, If-Match';
 const CORS_EXPOSE_HEADERS = 'X-Request-Id, X-Authz-Revision, Retry-After, Allow';
 
 /** `Vary: Origin` with an origin list, and the `Access-Control-*` headers of an allowed origin. */

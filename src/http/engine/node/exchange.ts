@@ -121,7 +121,7 @@ export function asciiBuffer(text: string): ArrayBuffer {
   return b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
 }
 
-const LOWER: Record<string, string> = { GET: 'get', POST: 'post', DELETE: 'delete', HEAD: 'head', OPTIONS: 'options' };
+const LOWER: Record<string, string> = { GET: 'get', POST: 'post', PUT: 'put', DELETE: 'delete', HEAD: 'head', OPTIONS: 'options' };
 
 export function lowerMethod(method: string): string {
   return LOWER[method] ?? method.toLowerCase();

@@ -67,6 +67,7 @@ export function uwsApp(uws: UwsModule): EngineApp {
   const register: Record<Method, (pattern: string, h: Handler) => unknown> = {
     GET: (p, h) => app.get(p, guarded(h, 'bare', refusals, deadlines)),
     POST: (p, h) => app.post(p, guarded(h, 'body', refusals, deadlines)),
+    PUT: (p, h) => app.put(p, guarded(h, 'body', refusals, deadlines)),
     DELETE: (p, h) => app.del(p, guarded(h, 'body', refusals, deadlines)),
     HEAD: (p, h) => app.head(p, guarded(h, 'head', refusals, deadlines)),
   };
