@@ -18,6 +18,20 @@ export type RefusalCode = Extract<
   | 'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND'
 >;
 
+const REFUSAL_CODES: ReadonlySet<string> = new Set<RefusalCode>([
+  'ERR_AUTHZ_ROLE_NOT_FOUND',
+  'ERR_AUTHZ_ROLE_EXISTS',
+  'ERR_AUTHZ_GRANT_EXISTS',
+  'ERR_AUTHZ_GRANT_NOT_FOUND',
+  'ERR_AUTHZ_MEMBERSHIP_EXISTS',
+  'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND',
+]);
+
+/** Whether `code` is one a change is refused with (not a request's precondition, ERR_PRECONDITION_FAILED). */
+export function isRefusalCode(code: string): code is RefusalCode {
+  return REFUSAL_CODES.has(code);
+}
+
 /** Why a write was refused, in the `{code, message}` form errors cross threads in. */
 export interface Refusal {
   readonly code: RefusalCode;
@@ -81,6 +95,17 @@ export function refusal(change: Change, facts: WriteFacts): Refusal | undefined 
       return facts.memberExists === true ? memberExists(change.user, change.role) : undefined;
     case 'membership.remove':
       return facts.memberExists === false ? memberNotFound(change.user, change.role) : undefined;
+    // A window is set whether or not the edge exists (created when absent): only the role must.
+    case 'permission.window':
+    case 'membership.window':
+      return undefined;
+    // Boundary changes are never asked for: the service commits them while the edge still has
+    // the bound (a store never refuses one, it leaves it alone), so only the role is judged.
+    case 'permission.activate':
+    case 'permission.expire':
+    case 'membership.activate':
+    case 'membership.expire':
+      return undefined;
   }
 }
 
@@ -104,9 +129,14 @@ export function edgeFacts(change: Change, rowsChanged: number): Pick<WriteFacts,
   }
 }
 
-/** The store's answer for a refused write: nothing changed, the tenant stays at `revision`. */
-export function refused(why: Refusal, revision: number): WriteRefused {
-  return { ok: false, error: { code: why.code, message: why.message }, revision };
+/**
+ * The store's answer for a refused write: nothing changed, the tenant stays at `revision`.
+ * `index` is the position of the change refused in its request (absent for a request of one
+ * change answered alone).
+ */
+export function refused(why: Refusal, revision: number, index?: number): WriteRefused {
+  const error = { code: why.code, message: why.message };
+  return index === undefined ? { ok: false, error, revision } : { ok: false, error, revision, index };
 }
 
 /** A refusal thrown as an error (a read whose role must exist). */

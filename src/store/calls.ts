@@ -22,6 +22,7 @@ const CALLERS: { readonly [K in StoreMethod]: Caller<K> } = {
   tenantsSince: (s, [cursor]) => s.tenantsSince(cursor),
   changes: (s, [tenant, since, limit]) => s.changes(tenant, since, limit),
   writeMany: (s, [writes]) => s.writeMany(writes),
+  commitBoundaries: (s, [nowMicros, limit]) => s.commitBoundaries(nowMicros, limit),
   appendAudit: (s, [rows]) => s.appendAudit(rows),
   audit: (s, [tenant, after, limit]) => s.audit(tenant, after, limit),
   pruneAudit: (s, [before, limit]) => s.pruneAudit(before, limit),

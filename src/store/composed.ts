@@ -3,7 +3,7 @@ import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { GraphImage } from '../authz/graph-image.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
-import type { AuditPosition, AuditStore, CreatedTenants, Meta, PendingWrite, Store, StoreRoles, TenantStore, WriteSettled } from './port.ts';
+import type { AuditPosition, AuditStore, BoundaryCommitted, CreatedTenants, Meta, PendingWrite, Store, StoreRoles, TenantStore, WriteSettled } from './port.ts';
 
 /**
  * The base of an adapter made of its roles (one object each, in files of their own): each store
@@ -46,6 +46,9 @@ export abstract class ComposedStore implements Store {
   }
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     return this.#tenant.writeMany(writes);
+  }
+  commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]> {
+    return this.#tenant.commitBoundaries(nowMicros, limit);
   }
 
   appendAudit(rows: readonly AuditRecord[]): Promise<void> {

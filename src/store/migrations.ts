@@ -270,4 +270,61 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE INDEX clients_by_changed_xid ON clients (changed_xid)`,
     ],
   },
+  {
+    version: 7,
+    name: 'windows on grants and memberships; several changelog rows per revision',
+    // Bounds are microseconds since the epoch, NULL when open. Few edges have one: partial indexes
+    // read a tenant's windowed edges at hydration (`…_windowed`), and the due boundaries of every
+    // tenant in time order (`…_by_not_before`, `…_by_expires_at`); queries repeat their conditions
+    // word for word, as SQLite needs to use a partial index. A write request of many changes is
+    // one revision with one changelog row per change, numbered by `seq` from 0: the key becomes
+    // (client, revision, seq), rows written before this migration keep `seq` 0. SQLite cannot
+    // change a key in place: its changelog is copied into a new table.
+    sqlite: [
+      ...windowColumns('INTEGER'),
+      ...windowIndexes(),
+      `CREATE TABLE changelog_v7 (
+         client_id INTEGER NOT NULL,
+         revision INTEGER NOT NULL,
+         seq INTEGER NOT NULL,
+         op TEXT NOT NULL,
+         role TEXT NOT NULL,
+         permission TEXT,
+         user TEXT,
+         description TEXT,
+         not_before INTEGER,
+         expires_at INTEGER,
+         at TEXT NOT NULL,
+         PRIMARY KEY (client_id, revision, seq)
+       ) WITHOUT ROWID`,
+      `INSERT INTO changelog_v7 (client_id, revision, seq, op, role, permission, user, description, at)
+       SELECT client_id, revision, 0, op, role, permission, user, description, at FROM changelog`,
+      `DROP TABLE changelog`,
+      `ALTER TABLE changelog_v7 RENAME TO changelog`,
+    ],
+    postgresql: [
+      ...windowColumns('BIGINT'),
+      ...windowIndexes(),
+      `ALTER TABLE changelog ADD COLUMN seq INTEGER NOT NULL DEFAULT 0, ADD COLUMN not_before BIGINT, ADD COLUMN expires_at BIGINT`,
+      `ALTER TABLE changelog ALTER COLUMN seq DROP DEFAULT`,
+      `ALTER TABLE changelog DROP CONSTRAINT changelog_pkey, ADD PRIMARY KEY (client_id, revision, seq)`,
+    ],
+  },
 ];
+
+/** The two bounds on both kinds of edge, nullable (existing edges stay permanent). */
+function windowColumns(type: string): string[] {
+  return ['grants', 'memberships'].flatMap((table) => [
+    `ALTER TABLE ${table} ADD COLUMN not_before ${type}`,
+    `ALTER TABLE ${table} ADD COLUMN expires_at ${type}`,
+  ]);
+}
+
+/** Per table: its windowed edges by tenant (hydration), and each bound in time order (boundaries due). */
+function windowIndexes(): string[] {
+  return ['grants', 'memberships'].flatMap((table) => [
+    `CREATE INDEX ${table}_windowed ON ${table} (client_id) WHERE not_before IS NOT NULL OR expires_at IS NOT NULL`,
+    `CREATE INDEX ${table}_by_not_before ON ${table} (not_before) WHERE not_before IS NOT NULL`,
+    `CREATE INDEX ${table}_by_expires_at ON ${table} (expires_at) WHERE expires_at IS NOT NULL`,
+  ]);
+}

@@ -79,7 +79,7 @@ export const postgresUrlOf = (s: StoreSettings): string => (s.type === 'postgres
 
 /** One write through the port (a batch of one); its failure is thrown as the error it crossed as. */
 export async function writeOne(store: Store, tenant: TenantId, change: Change): Promise<WriteOutcome> {
-  const [settled] = await store.writeMany([{ tenant, change }]);
+  const [settled] = await store.writeMany([{ tenant, changes: [change] }]);
   if (settled === undefined) throw new Error('writeMany settled no write');
   if (!settled.ok) throw fromWire(settled.error);
   return settled.value;

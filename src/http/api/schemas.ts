@@ -16,6 +16,142 @@ const obj = (properties: Record<string, object>, extra: object = {}) =>
   ({ type: 'object', additionalProperties: false, required: Object.keys(properties), properties, ...extra }) as const;
 const listOf = (item: object) => ({ type: 'array', items: item }) as const;
 
+// ---- §12: windows on edges, write requests of many changes, previews ---------------------------
+
+/** An instant as answers carry it (docs/api.md §12.1): the §2 timestamp form plus `Z`, always UTC. */
+const instant = {
+  type: 'string',
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$',
+  description: 'UTC, RFC 3339, six fractional digits: 2026-12-01T09:00:00.000000Z',
+} as const;
+/** The keys a window adds to an answer about its edge, each present only when set. */
+const windowKeys = {
+  not_before: { ...instant, description: 'The edge is active from this instant on (present only when set)' },
+  expires_at: { ...instant, description: 'The edge is active until this instant, exclusive (present only when set)' },
+} as const;
+/** {@link obj} of the `required` keys, plus `optional` ones. */
+const objWith = (required: Record<string, object>, optional: Record<string, object>) =>
+  ({ type: 'object', additionalProperties: false, required: Object.keys(required), properties: { ...required, ...optional } }) as const;
+/** {@link obj} plus the optional window keys. */
+const windowed = (properties: Record<string, object>) => objWith(properties, windowKeys);
+
+/** A bound asked in a body: any RFC 3339 date-time with a zone (the reader checks it and words its errors). */
+const askedInstant = (what: string) =>
+  ({
+    type: 'string',
+    description: `${what}: an RFC 3339 date-time with Z or an offset, at most 6 fractional digits (2026-12-01T09:00:00Z), at most 10 years ahead`,
+  }) as const;
+const askedWindow = {
+  not_before: askedInstant('The edge is active from this instant on; one already past makes it active at once'),
+  expires_at: askedInstant('The edge is active until this instant, exclusive; after not_before and after now'),
+} as const;
+
+const grantWindowed = windowed({ role: name, permission: name, revision });
+const membershipWindowed = windowed({ user: name, role: name, revision });
+const userPermission = obj({ user: name, permission: name });
+
+/** One write of `/api/writes` (docs/api.md §12.2), by its op: for the document, the items' reader is http/input/writes.ts. */
+export const writeItem = {
+  oneOf: [
+    objWith({ op: { const: 'role.create' }, role: name }, { description: { type: 'string', maxLength: 1024 } }),
+    obj({ op: { const: 'role.delete' }, role: name }),
+    objWith({ op: { const: 'permission.grant' }, role: name, permission: name }, askedWindow),
+    obj({ op: { const: 'permission.revoke' }, role: name, permission: name }),
+    objWith({ op: { const: 'membership.add' }, user: name, role: name }, askedWindow),
+    obj({ op: { const: 'membership.remove' }, user: name, role: name }),
+  ],
+} as const;
+
+/** The answers of §12, merged into {@link data}. */
+const changeData = {
+  grantWindowed,
+  membershipWindowed,
+  hasPermissionWindowed: windowed({ has_permission: { type: 'boolean' } }),
+  isMemberWindowed: windowed({ is_member: { type: 'boolean' } }),
+  /** GET /api/role_permissions, GET /api/members and GET /api/user_roles: items of windowed edges carry their window. */
+  namesWindowed: listOf(windowed({ name })),
+  usersWindowed: listOf(windowed({ user: name })),
+  roleNamesWindowed: listOf(windowed({ role: name })),
+  windows: listOf({
+    type: 'object',
+    additionalProperties: false,
+    required: ['kind', 'role'],
+    properties: {
+      kind: { type: 'string', enum: ['membership', 'permission'] },
+      role: name,
+      user: { ...name, description: 'For a membership' },
+      permission: { ...name, description: 'For a grant' },
+      ...windowKeys,
+    },
+  }),
+  writesDone: obj({
+    revision,
+    results: listOf({
+      description: 'Per write, in order: the data its own route answers (docs/api.md §5, §12.1)',
+      anyOf: [
+        obj({ role: name, description: { type: 'string' }, revision }),
+        obj({ role: name, permissions_removed: { type: 'integer', minimum: 0 }, memberships_removed: { type: 'integer', minimum: 0 }, revision }),
+        grantWindowed,
+        membershipWindowed,
+      ],
+    }),
+  }),
+  dryRun: obj({
+    revision: { type: 'integer', minimum: 0, description: 'The client revision the preview read' },
+    valid: { type: 'boolean', description: 'Whether POST /api/writes would succeed now' },
+    results: listOf({
+      type: 'object',
+      additionalProperties: false,
+      required: ['status'],
+      properties: {
+        status: {
+          type: 'integer',
+          enum: [200, 201, 400, 404, 409, 424],
+          description: "The status the write's own route would answer; 424 after the first failure",
+        },
+        error: { type: 'string', description: 'Why it would fail' },
+      },
+    }),
+    gained: { ...listOf(userPermission), maxItems: 10_000, description: 'Pairs whose has_permission would turn true, by user then permission' },
+    lost: { ...listOf(userPermission), maxItems: 10_000, description: 'Pairs whose has_permission would turn false, by user then permission' },
+    gained_count: { type: 'integer', minimum: 0 },
+    lost_count: { type: 'integer', minimum: 0 },
+    truncated: { type: 'boolean', description: 'Whether gained or lost was cut at 10,000 items (the counts are exact)' },
+  }),
+} as const;
+
+/** The bodies of §12, merged into {@link bodies}; each is read further by http/input/window.ts or writes.ts. */
+const changeBodies = {
+  /** POST and PUT /api/permission/… and /api/membership/…: an empty body is a permanent edge. */
+  edgeWindow: { type: 'object', additionalProperties: false, properties: askedWindow },
+  /**
+   * POST /api/writes and /api/dry-run, as a whole only: a bad item refuses a whole /api/writes but
+   * is one item's status of a dry-run, so the items are read by http/input/writes.ts.
+   */
+  writes: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['writes'],
+    properties: {
+      writes: {
+        type: 'array',
+        minItems: 1,
+        maxItems: 1000,
+        items: {
+          description:
+            'One write, by its op: role.create {role, description?}, role.delete {role}, permission.grant {role, permission, not_before?, expires_at?}, ' +
+            'permission.revoke {role, permission}, membership.add {user, role, not_before?, expires_at?}, membership.remove {user, role}',
+          examples: [
+            { op: 'role.create', role: 'editor', description: 'Edits articles' },
+            { op: 'permission.grant', role: 'editor', permission: 'article.edit' },
+            { op: 'membership.add', user: 'alice', role: 'editor', expires_at: '2026-12-31T17:00:00Z' },
+          ],
+        },
+      },
+    },
+  },
+} as const;
+
 export const data = {
   roles: listOf(obj({ role: name, description: { type: 'string' } })),
   roleCreated: obj({ role: name, description: { type: 'string' }, revision }),
@@ -42,6 +178,7 @@ export const data = {
       role: name,
       permission: name,
       user: name,
+      ...windowKeys,
       timestamp: { type: 'string' },
     },
   }),
@@ -54,7 +191,8 @@ export const data = {
   audit: listOf({
     type: 'object',
     additionalProperties: false,
-    required: ['id', 'timestamp', 'action', 'resource', 'status', 'credential', 'request_id', 'ip'],
+    // A boundary change's row (credential `system`) has no request and no peer: no request_id, no ip.
+    required: ['id', 'timestamp', 'action', 'resource', 'status', 'credential'],
     properties: {
       id: { type: 'integer', minimum: 1 },
       timestamp: { type: 'string' },
@@ -107,6 +245,7 @@ export const data = {
     all: { type: 'boolean' },
     any: { type: 'boolean' },
   }),
+  ...changeData,
 } as const;
 
 export type DataSchemaName = keyof typeof data;
@@ -148,6 +287,7 @@ export const bodies = {
       },
     },
   },
+  ...changeBodies,
 } as const;
 
 export type BodySchemaName = keyof typeof bodies;

@@ -112,7 +112,10 @@ export class Answers {
     const want = query.limit ?? MAX_CHANGES;
     const records = await this.#changelog(t.tenant, since, want + 1);
     const cut = records.length > want;
-    const page = cut ? records.slice(0, want) : records;
+    // A page ends with a whole revision (a write request's rows, which the store reads whole): the
+    // next one starts after it.
+    const lastRevision = records[want - 1]?.revision ?? 0;
+    const page = cut ? records.filter((r) => r.revision <= lastRevision) : records;
     const last = page[page.length - 1];
     const next = cut && last !== undefined ? this.#cursors.sign(t.tenant, route.id, bound, String(last.revision)) : undefined;
     return successPrefix(200, route.message) + this.#serialize[route.data](route.items(page)) + successTail(next);

@@ -8,7 +8,8 @@ import type { BodyResult } from '../input/body.ts';
 import type { Drain } from '../reply/drain.ts';
 import type { Query } from '../input/query.ts';
 import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
-import type { AuditRoute, GraphRoute, LogRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
+import type { AuditRoute, GraphRoute, LogRoute, PreviewRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
+import { dryRun } from './dry-run.ts';
 import type { WorkflowAnswers } from './workflow-answers.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
@@ -89,6 +90,8 @@ export class SlowPath {
         return this.#token(t, route, value, principal, g);
       case 'workflow':
         return this.#workflow(t, route, p, query, value, g);
+      case 'preview':
+        return this.#preview(t, route, query, value, g);
       default:
         return this.#read(t, route, p, query, value, g);
     }
@@ -146,6 +149,15 @@ export class SlowPath {
   async #workflow(t: TenantTarget, route: WorkflowRoute, p: string[], query: Query, value: unknown, g: TenantGraph): Promise<void> {
     const text = await this.#workflows.answer(t, route, p, query, value);
     corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
+  }
+
+  /** POST /api/dry-run (docs/api.md §12.3): from the graph, at its revision (at least X-Authz-Min-Revision), storing nothing. */
+  async #preview(t: TenantTarget, route: PreviewRoute, query: Query, value: unknown, loaded: TenantGraph): Promise<void> {
+    const g = await this.graphAtLeast(t, query.minRevision, loaded);
+    if (g instanceof AppError) return corked(t, () => this.#reply.error(t, g, this.#revisionOr(t, loaded)));
+    const data = await dryRun(value, g, () => this.#cache.get(t.tenant) ?? g);
+    const text = this.#answers.envelope(route, data);
+    corked(t, () => this.#reply.send(t, route.status, text, data.revision));
   }
 
   /** POST /api/token (docs/api.md §3): the caller is a client key (checked with the scopes). */

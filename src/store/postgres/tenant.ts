@@ -1,13 +1,11 @@
-import type { QueryResult } from 'pg';
-import type { Change, ChangeRecord, Snapshot } from '../../authz/changes.ts';
+import type { Change, ChangeRecord, Snapshot, WindowedEdge, WriteOutcome } from '../../authz/changes.ts';
 import { toWire } from '../../errors/index.ts';
-import { timestamp } from '../../time/index.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { CreatedTenants, PendingWrite, TenantStore, WriteOutcome, WriteSettled } from '../port.ts';
+import type { BoundaryCommitted, CreatedTenants, PendingWrite, TenantStore, WriteSettled } from '../port.ts';
 import { changeFromRow } from '../changelog.ts';
-import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
-import type { AuditOfWrite } from '../../audit/record.ts';
-import { run, statement as s, type Db, type PostgresAccess, type Row, type Statement } from './sql.ts';
+import { dueBoundaryOf, windowedEdge } from '../edge-windows.ts';
+import { statement as s, type PostgresAccess, type Row, type Statement } from './sql.ts';
+import { applyRequest, commitBoundary, WRITE_SQL } from './tenant-writes.ts';
 import { imageOfRows, type GraphImage } from '../../authz/graph-image.ts';
 import { joinedMemberships, NO_ROWS, snapshotOfRows, type TenantRows } from '../../authz/snapshot-build.ts';
 
@@ -17,10 +15,18 @@ const ROLES_AND_GRANTS = `(SELECT json_agg(json_build_array(r.role, encode(r.des
        (SELECT json_agg(json_build_array(g.role, g.permission) ORDER BY g.role, g.permission)
           FROM grants g WHERE g.client_id = c.id) AS grants`;
 
+/**
+ * A tenant's windowed edges (through the `…_windowed` partial indexes), as two JSON columns of a
+ * snapshot: bounds are microseconds, exact as JSON numbers (below 2^53).
+ */
+const WINDOWS = `(SELECT json_agg(json_build_array(g.role, g.permission, g.not_before, g.expires_at) ORDER BY g.role, g.permission)
+          FROM grants g WHERE g.client_id = c.id AND (g.not_before IS NOT NULL OR g.expires_at IS NOT NULL)) AS grant_windows,
+       (SELECT json_agg(json_build_array(m."user", m.role, m.not_before, m.expires_at) ORDER BY m."user", m.role)
+          FROM memberships m WHERE m.client_id = c.id AND (m.not_before IS NOT NULL OR m.expires_at IS NOT NULL)) AS member_windows`;
+
+const CHANGE_COLUMNS = 'l.revision, l.seq, l.op, l.role, l.permission, l."user", l.description, l.not_before, l.expires_at, l.at';
+
 const SQL = {
-  /** Locks the tenant's row for the rest of the transaction: writers of one tenant queue here. */
-  lockTenantRow: s('lock_tenant_row', 'SELECT id, revision FROM clients WHERE hash = $1 FOR UPDATE'),
-  insertTenant: s('insert_tenant', 'INSERT INTO clients (hash) VALUES ($1) ON CONFLICT (hash) DO NOTHING'),
   revision: s('revision', 'SELECT revision FROM clients WHERE hash = $1 FOR UPDATE'),
   revisions: s('revisions', 'SELECT hash, revision FROM clients WHERE hash = ANY($1::text[])'),
   /**
@@ -33,38 +39,6 @@ const SQL = {
     `SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS next,
             coalesce(array_agg(hash), '{}') AS hashes, coalesce(array_agg(revision), '{}') AS revisions
      FROM clients WHERE changed_xid >= $1::xid8`,
-  ),
-  roleExists: s('role_exists', 'SELECT 1 FROM roles WHERE client_id = $1 AND role = $2'),
-  insertRole: s('insert_role', 'INSERT INTO roles (client_id, role, description) VALUES ($1, $2, $3::bytea)'),
-  /** Removes a role with its grants and memberships; counts what went with it. */
-  deleteRole: s(
-    'delete_role',
-    `WITH g AS (DELETE FROM grants WHERE client_id = $1 AND role = $2 RETURNING 1),
-          m AS (DELETE FROM memberships WHERE client_id = $1 AND role = $2 RETURNING 1),
-          r AS (DELETE FROM roles WHERE client_id = $1 AND role = $2 RETURNING 1)
-     SELECT (SELECT count(*) FROM g)::int AS grants, (SELECT count(*) FROM m)::int AS members, (SELECT count(*) FROM r)::int AS roles`,
-  ),
-  insertGrant: s('insert_grant', 'INSERT INTO grants (client_id, role, permission) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING'),
-  deleteGrant: s('delete_grant', 'DELETE FROM grants WHERE client_id = $1 AND role = $2 AND permission = $3'),
-  insertMember: s('insert_member', 'INSERT INTO memberships (client_id, role, "user") VALUES ($1, $2, $3) ON CONFLICT DO NOTHING'),
-  deleteMember: s('delete_member', 'DELETE FROM memberships WHERE client_id = $1 AND role = $2 AND "user" = $3'),
-  /** The tenant's revision + 1 and the changelog row, in one statement. */
-  commitChange: s(
-    'commit_change',
-    `WITH bumped AS (UPDATE clients SET revision = revision + 1, changed_xid = pg_current_xact_id() WHERE id = $1 RETURNING id, revision)
-     INSERT INTO changelog (client_id, revision, op, role, permission, "user", description, at)
-     SELECT id, revision, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::text FROM bumped
-     RETURNING revision`,
-  ),
-  /** {@link SQL.commitChange} and the request's audit row ($8…$13), still one round trip. */
-  commitChangeAudited: s(
-    'commit_change_audited',
-    `WITH bumped AS (UPDATE clients SET revision = revision + 1, changed_xid = pg_current_xact_id() WHERE id = $1 RETURNING id, hash, revision),
-          logged AS (INSERT INTO changelog (client_id, revision, op, role, permission, "user", description, at)
-                     SELECT id, revision, $2::text, $3::text, $4::text, $5::text, $6::bytea, $7::text FROM bumped)
-     INSERT INTO audit (client_hash, at, action, resource, status, revision, credential, request_id, ip)
-     SELECT hash, $7::text, $8::text, $9::text, $10::int, revision, $11::text, $12::text, $13::text FROM bumped
-     RETURNING revision`,
   ),
   /**
    * A whole tenant in one statement, so one snapshot with no transaction: the one hydration read
@@ -79,14 +53,20 @@ const SQL = {
     `SELECT c.revision, ${ROLES_AND_GRANTS},
        (SELECT string_agg(u.line, ' ')
           FROM (SELECT m."user" || ',' || string_agg(m.role, ',') AS line
-                  FROM memberships m WHERE m.client_id = c.id GROUP BY m."user" ORDER BY m."user") u) AS memberships
+                  FROM memberships m WHERE m.client_id = c.id GROUP BY m."user" ORDER BY m."user") u) AS memberships,
+       ${WINDOWS}
      FROM clients c WHERE c.hash = $1`,
   ),
   changes: s(
     'changes',
-    `SELECT l.revision, l.op, l.role, l.permission, l."user", l.description, l.at
-     FROM changelog l JOIN clients c ON c.id = l.client_id
-     WHERE c.hash = $1 AND l.revision > $2 ORDER BY l.revision LIMIT $3`,
+    `SELECT ${CHANGE_COLUMNS} FROM changelog l JOIN clients c ON c.id = l.client_id
+     WHERE c.hash = $1 AND l.revision > $2 ORDER BY l.revision, l.seq LIMIT $3`,
+  ),
+  /** The rest of a revision a page of {@link SQL.changes} cut: a page ends at the end of a revision. */
+  restOfRevision: s(
+    'rest_of_revision',
+    `SELECT ${CHANGE_COLUMNS} FROM changelog l JOIN clients c ON c.id = l.client_id
+     WHERE c.hash = $1 AND l.revision = $2 AND l.seq > $3 ORDER BY l.seq`,
   ),
 } as const;
 
@@ -99,6 +79,17 @@ const SQL = {
 /** The roles of a snapshot row, descriptions decoded (they travel as hex: any text survives JSON). */
 function rolesOf(row: Row): Array<[string, string]> {
   return ((row.roles ?? []) as Array<[string, string]>).map(([role, hex]) => [role, Buffer.from(hex, 'hex').toString('utf8')]);
+}
+
+/** The windowed edges of a snapshot row. */
+function windowsOf(row: Row): WindowedEdge[] {
+  type Bounds = [unknown, unknown];
+  const grants = (row.grant_windows ?? []) as Array<[string, string, ...Bounds]>;
+  const members = (row.member_windows ?? []) as Array<[string, string, ...Bounds]>;
+  return [
+    ...grants.map(([role, permission, nb, exp]) => windowedEdge({ kind: 'permission', role, permission }, nb, exp)),
+    ...members.map(([user, role, nb, exp]) => windowedEdge({ kind: 'membership', user, role }, nb, exp)),
+  ];
 }
 
 export class PostgresTenants implements TenantStore {
@@ -126,7 +117,7 @@ export class PostgresTenants implements TenantStore {
     const row = (await this.#query('loadGraph', SQL.loadGraph, [tenant]))[0];
     if (row === undefined) return NO_ROWS;
     const memberships = joinedMemberships(String(row.memberships ?? ''), ' ', ',');
-    return { revision: Number(row.revision), roles: rolesOf(row), grants: (row.grants ?? []) as Array<[string, string]>, memberships };
+    return { revision: Number(row.revision), roles: rolesOf(row), grants: (row.grants ?? []) as Array<[string, string]>, memberships, windows: windowsOf(row) };
   }
 
   async revision(tenant: TenantId): Promise<number> {
@@ -148,18 +139,18 @@ export class PostgresTenants implements TenantStore {
     return { tenants: (row?.hashes ?? []) as TenantId[], revisions, cursor: String(row?.next ?? cursor ?? '0') };
   }
 
-  /** One write, in its own transaction. */
-  #writeOne(tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome> {
+  /** One write request, in its own transaction: a refusal rolls it back whole. */
+  #writeOne(w: PendingWrite): Promise<WriteOutcome> {
     return this.#db.tx('write', 'BEGIN', async (db) => {
-      const outcome = await applyWrite(db, tenant, change, audit);
+      const outcome = await applyRequest(db, w);
       return { commit: outcome.ok, value: outcome };
     });
   }
 
   /**
-   * Each write is its own transaction. The writes of one tenant run one after the other, in the
-   * order given; different tenants run side by side on the pool's connections. (One transaction
-   * for the batch would hold every tenant's row lock until the slowest write is done.)
+   * Each request is its own transaction. The requests of one tenant run one after the other, in
+   * the order given; different tenants run side by side on the pool's connections. (One
+   * transaction for the batch would hold every tenant's row lock until the slowest write is done.)
    */
   async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     const settled: WriteSettled[] = new Array<WriteSettled>(writes.length);
@@ -172,9 +163,8 @@ export class PostgresTenants implements TenantStore {
     await Promise.all(
       [...byTenant.values()].map(async (indexes) => {
         for (const i of indexes) {
-          const w = writes[i] as PendingWrite;
           try {
-            settled[i] = { ok: true, value: await this.#writeOne(w.tenant, w.change, w.audit) };
+            settled[i] = { ok: true, value: await this.#writeOne(writes[i] as PendingWrite) };
           } catch (err) {
             settled[i] = { ok: false, error: toWire(err) };
           }
@@ -184,86 +174,34 @@ export class PostgresTenants implements TenantStore {
     return settled;
   }
 
+  /**
+   * The due boundaries are read outside any transaction, then each is committed in a transaction
+   * of its own that finds it again under the tenant's lock (see commitBoundary): a boundary another
+   * process committed meanwhile, or whose window was replaced, is skipped.
+   */
+  async commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]> {
+    if (limit <= 0) return [];
+    const due = await this.#query('boundaries', WRITE_SQL.dueBoundaries, [nowMicros, limit]);
+    const committed: BoundaryCommitted[] = [];
+    for (const r of due) {
+      const boundary = { ...dueBoundaryOf(r), id: String(r.client_id) };
+      const done = await this.#db.tx('boundaries', 'BEGIN', async (db) => {
+        const value = await commitBoundary(db, boundary);
+        return { commit: value !== undefined, value };
+      });
+      if (done !== undefined) committed.push(done);
+    }
+    return committed;
+  }
+
+  /** At most `limit` rows, then the rest of the last revision if the limit cut it: a page never ends inside a revision. */
   async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
-    const rows = await this.#query('changes', SQL.changes, [tenant, since, limit]);
+    let rows = await this.#query('changes', SQL.changes, [tenant, since, limit]);
+    const last = rows.at(-1);
+    if (rows.length >= limit && last !== undefined) rows = rows.concat(await this.#query('changes', SQL.restOfRevision, [tenant, last.revision, last.seq]));
     return rows.map((r) => ({ revision: Number(r.revision), change: changeOf(r), at: String(r.at) }));
   }
 }
-
-/** The tenant's row, locked; created first when `create` (a role.create on a new tenant). */
-async function lockTenantRow(db: Db, tenant: TenantId, create: boolean): Promise<{ id: string; revision: number } | undefined> {
-  let locked = (await run(db, SQL.lockTenantRow, [tenant])).rows[0];
-  if (locked === undefined && create) {
-    // Concurrent creators of one tenant: one inserts, the others wait on the unique key, then
-    // find the row and queue on its lock.
-    await run(db, SQL.insertTenant, [tenant]);
-    locked = (await run(db, SQL.lockTenantRow, [tenant])).rows[0];
-  }
-  return locked === undefined ? undefined : { id: String(locked.id), revision: Number(locked.revision) };
-}
-
-/**
- * Inside the transaction: locks the tenant, checks the change against its state (authz/write-rules
- * decides), applies it. A refusal rolls the transaction back.
- */
-async function applyWrite(db: Db, tenant: TenantId, change: Change, audit: AuditOfWrite | undefined): Promise<WriteOutcome> {
-  const row = await lockTenantRow(db, tenant, change.op === 'role.create');
-  const current = row?.revision ?? 0;
-  const roleExists = row !== undefined && (await run(db, SQL.roleExists, [row.id, change.role])).rowCount === 1;
-  const before = refusal(change, { roleExists });
-  if (before !== undefined) return refused(before, current);
-  if (row === undefined) throw new Error('tenant row missing after lock'); // unreachable: created above
-  const { rowsChanged, ...removed } = await applyChange(db, row.id, change);
-  const after = refusal(change, { roleExists, ...edgeFacts(change, rowsChanged) });
-  if (after !== undefined) return refused(after, current);
-  const at = timestamp();
-  const values = [
-    row.id,
-    change.op,
-    change.role,
-    'permission' in change ? change.permission : null,
-    'user' in change ? change.user : null,
-    change.op === 'role.create' ? Buffer.from(change.description, 'utf8') : null,
-    at,
-  ];
-  const committed =
-    audit === undefined
-      ? await run(db, SQL.commitChange, values)
-      : await run(db, SQL.commitChangeAudited, [...values, audit.action, audit.resource, audit.status, audit.credential, audit.requestId, audit.ip]);
-  const revision = Number(committed.rows[0]?.revision);
-  return { ok: true, revision, change, ...removed };
-}
-
-interface Applied {
-  /** Rows the grant's or membership's insert-if-absent or delete changed; 1 for role changes (checked before). */
-  readonly rowsChanged: number;
-  readonly permissionsRemoved?: number;
-  readonly membershipsRemoved?: number;
-}
-
-/** The change itself, on a tenant whose role check passed. */
-async function applyChange(db: Db, id: string, change: Change): Promise<Applied> {
-  // pg counts every INSERT and DELETE; a null count is taken as done, as it always was.
-  const rows = (r: QueryResult): Applied => ({ rowsChanged: r.rowCount ?? 1 });
-  switch (change.op) {
-    case 'role.create':
-      await run(db, SQL.insertRole, [id, change.role, Buffer.from(change.description, 'utf8')]);
-      return { rowsChanged: 1 };
-    case 'role.delete': {
-      const counts = (await run(db, SQL.deleteRole, [id, change.role])).rows[0];
-      return { rowsChanged: 1, permissionsRemoved: Number(counts?.grants), membershipsRemoved: Number(counts?.members) };
-    }
-    case 'permission.grant':
-      return rows(await run(db, SQL.insertGrant, [id, change.role, change.permission]));
-    case 'permission.revoke':
-      return rows(await run(db, SQL.deleteGrant, [id, change.role, change.permission]));
-    case 'membership.add':
-      return rows(await run(db, SQL.insertMember, [id, change.role, change.user]));
-    case 'membership.remove':
-      return rows(await run(db, SQL.deleteMember, [id, change.role, change.user]));
-  }
-}
-
 /** Rebuilds a change from its changelog row. */
 function changeOf(r: Row): Change {
   return changeFromRow({
@@ -272,5 +210,7 @@ function changeOf(r: Row): Change {
     permission: r.permission,
     user: r.user,
     description: r.description instanceof Buffer ? r.description.toString('utf8') : '',
+    notBefore: r.not_before,
+    expiresAt: r.expires_at,
   });
 }

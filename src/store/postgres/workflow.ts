@@ -19,6 +19,9 @@ const RUN_COLUMNS = 'r.id, r.workflow, r.run_at, r.revision, r.users_count, r.ad
 const jsonNames = (name: string, when: string): string =>
   `coalesce((SELECT array_to_json(array_agg(${name} ORDER BY ${name})) FROM diff WHERE ${when})::text, '[]')`;
 
+/** Whether the edge of table alias `t` is active at $8 (microseconds): `not_before` ≤ now < `expires_at`, NULL open. */
+const activeAt = (t: string): string => `(${t}.not_before IS NULL OR ${t}.not_before <= $8) AND (${t}.expires_at IS NULL OR ${t}.expires_at > $8)`;
+
 const WF = {
   /** Creates or replaces the schedule, due at $6; a replaced one keeps `last_run_at` (its runs and holders stay too). */
   upsertSchedule: wf(
@@ -63,8 +66,20 @@ const WF = {
     `SELECT interval_seconds, webhook_url IS NOT NULL AS hooked, next_run_at, holders_revision, holders_count FROM workflow_schedules
      WHERE client_hash = $1 AND workflow = $2 FOR UPDATE NOWAIT`,
   ),
-  /** The client's revision at the run's snapshot (no row: 0). */
-  tenantRevision: wf('tenant_revision', 'SELECT revision FROM clients WHERE hash = $1'),
+  /**
+   * The client's revision at the run's snapshot (no row: 0), and whether a window's bound has
+   * passed by $2 (microseconds) without its change committed yet: then the holders may differ
+   * from those of the last run at the same revision.
+   */
+  tenantRevision: wf(
+    'tenant_revision',
+    `SELECT c.revision,
+            EXISTS (SELECT 1 FROM grants g WHERE g.client_id = c.id AND (g.not_before IS NOT NULL OR g.expires_at IS NOT NULL)
+                      AND (g.not_before <= $2 OR g.expires_at <= $2))
+         OR EXISTS (SELECT 1 FROM memberships m WHERE m.client_id = c.id AND (m.not_before IS NOT NULL OR m.expires_at IS NOT NULL)
+                      AND (m.not_before <= $2 OR m.expires_at <= $2)) AS boundary_passed
+     FROM clients c WHERE c.hash = $1`,
+  ),
   /**
    * A run at the revision `workflow_holders` was computed at ($8): nothing can have changed, so
    * the run is recorded with the count kept ($9) and empty lists, without reading the holders.
@@ -78,7 +93,7 @@ const WF = {
   ),
   /**
    * The whole run in one round trip, at the transaction's snapshot: who holds permission $2 now
-   * (through any role, `grants_by_permission`), the diff against `workflow_holders`, which is
+   * (through any role, `grants_by_permission`; only edges active at $8, in microseconds), the diff against `workflow_holders`, which is
    * brought up to date by that diff alone, the run row, and the schedule's next time ($7).
    * Data-modifying CTEs all see the snapshot, so the insert and the delete touch disjoint users.
    *
@@ -91,8 +106,8 @@ const WF = {
     'record_run',
     `WITH tenant AS (SELECT id, revision FROM clients WHERE hash = $1),
           holders AS (SELECT DISTINCT m."user" FROM tenant t
-                        JOIN grants g ON g.client_id = t.id AND g.permission = $2
-                        JOIN memberships m ON m.client_id = g.client_id AND m.role = g.role),
+                        JOIN grants g ON g.client_id = t.id AND g.permission = $2 AND ${activeAt('g')}
+                        JOIN memberships m ON m.client_id = g.client_id AND m.role = g.role AND ${activeAt('m')}),
           diff AS (SELECT now."user" AS gained, before."user" AS lost, before.ctid AS lost_at
                    FROM holders now
                    FULL JOIN (SELECT ctid, "user" FROM workflow_holders WHERE client_hash = $1 AND workflow = $2) before
@@ -229,10 +244,14 @@ async function runLocked(db: Db, due: DueSchedule, nowMs: number, webhookId: str
   const delivery = deliveryOf(schedule.hooked === true, webhookId, ms(nowMs));
   const next = nextRunAt(Number(schedule.next_run_at), Number(schedule.interval_seconds), nowMs);
   const values = [due.tenant, due.workflow, runAt, delivery.status, delivery.webhookId, delivery.nextAttemptAt, ms(next)];
-  const revision = Number((await run(db, WF.tenantRevision, [due.tenant])).rows[0]?.revision ?? 0);
-  // At the revision the holders were computed at, they are still those: a steady run reads none of them.
-  const steady = schedule.holders_revision !== null && Number(schedule.holders_revision) === revision;
-  const recorded = steady ? run(db, WF.recordSteadyRun, [...values, revision, Number(schedule.holders_count)]) : run(db, WF.recordRun, values);
+  const tenant = (await run(db, WF.tenantRevision, [due.tenant, Math.floor(nowMs * 1000)])).rows[0];
+  const revision = Number(tenant?.revision ?? 0);
+  // At the revision the holders were computed at, they are still those (unless a window's bound
+  // passed since, its change not committed yet): a steady run reads none of them.
+  const steady = schedule.holders_revision !== null && Number(schedule.holders_revision) === revision && tenant?.boundary_passed !== true;
+  const recorded = steady
+    ? run(db, WF.recordSteadyRun, [...values, revision, Number(schedule.holders_count)])
+    : run(db, WF.recordRun, [...values, Math.floor(nowMs * 1000)]);
   const row = (await recorded).rows[0];
   if (row === undefined) throw new Error('the run row was not returned'); // unreachable: INSERT … SELECT of one row
   const value = runOf({ ...row, workflow: due.workflow, run_at: runAt, delivery_status: delivery.status, attempts: 0, last_status: null });

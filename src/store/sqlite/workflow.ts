@@ -9,6 +9,10 @@ import { deliveryOf, jobOf, nextRunAt, runOf, scheduleOf, SCHEDULER_LEASE } from
 
 type Row = Record<string, unknown>;
 
+/** Whether the edge of table alias `t` is active at `now` (a parameter): `not_before` ≤ now < `expires_at`, NULL open. */
+const activeAt = (t: string, now: string): string =>
+  `(${t}.not_before IS NULL OR ${t}.not_before <= ${now}) AND (${t}.expires_at IS NULL OR ${t}.expires_at > ${now})`;
+
 /** The run's columns as {@link runOf} reads them. */
 const RUN_COLUMNS = 'r.id, r.workflow, r.run_at, r.revision, r.users_count, r.added, r.removed, r.delivery_status, r.attempts, r.last_status';
 
@@ -40,10 +44,18 @@ function prepareAll(db: Database.Database) {
     due: p('SELECT client_hash, workflow FROM workflow_schedules WHERE next_run_at <= ? ORDER BY next_run_at LIMIT ?'),
     tenant: p('SELECT id, revision FROM clients WHERE hash = ?'),
     // Binary collation: sorted by code point, as a run lists its users.
+    // Only the edges active at the run's time (docs/api.md §12.1): `@now` in microseconds.
     holdersNow: p(
       `SELECT DISTINCT m.user FROM grants g JOIN memberships m ON m.client_id = g.client_id AND m.role = g.role
-       WHERE g.client_id = ? AND g.permission = ? ORDER BY m.user`,
+       WHERE g.client_id = @client AND g.permission = @permission AND ${activeAt('g', '@now')} AND ${activeAt('m', '@now')} ORDER BY m.user`,
     ).pluck(),
+    // A bound passed and not yet committed as its change: holders may differ at one revision.
+    boundaryPassed: p(
+      `SELECT 1 FROM grants WHERE client_id = @client AND (not_before IS NOT NULL OR expires_at IS NOT NULL) AND (not_before <= @now OR expires_at <= @now)
+       UNION ALL
+       SELECT 1 FROM memberships WHERE client_id = @client AND (not_before IS NOT NULL OR expires_at IS NOT NULL) AND (not_before <= @now OR expires_at <= @now)
+       LIMIT 1`,
+    ),
     holdersBefore: p('SELECT user FROM workflow_holders WHERE client_hash = ? AND workflow = ? ORDER BY user').pluck(),
     // A diff goes in as the JSON array the run row stores: one statement, however many names.
     addHolders: p('INSERT INTO workflow_holders (client_hash, workflow, user) SELECT ?, ?, value FROM json_each(?)'),
@@ -171,8 +183,8 @@ interface RunPlan {
 /**
  * Inside a read transaction (one snapshot): the run of a schedule still due. Who holds the
  * permission now is read from the grants, who held it at the last run from `workflow_holders`.
- * At the revision of the last run nothing can have changed, and nothing is read: a steady
- * schedule costs a few row look-ups per run.
+ * At the revision of the last run nothing can have changed (unless a window's bound passed
+ * since), and nothing is read: a steady schedule costs a few row look-ups per run.
  */
 function readRun(st: Statements, due: DueSchedule, nowMs: number): RunPlan | undefined {
   const schedule = st.schedule.get(due.tenant, due.workflow) as Row | undefined;
@@ -180,8 +192,10 @@ function readRun(st: Statements, due: DueSchedule, nowMs: number): RunPlan | und
   const tenant = st.tenant.get(due.tenant) as Row | undefined;
   const revision = tenant === undefined ? 0 : Number(tenant.revision);
   const holdersRevision = schedule.holders_revision === null ? null : Number(schedule.holders_revision);
-  const { added, removed, count } =
-    holdersRevision === revision ? { added: [], removed: [], count: Number(schedule.holders_count) } : diffHolders(st, due, tenant);
+  // At the revision of the last run the holders are the same, unless a window's bound has passed
+  // and its change is not committed yet (it will be, within seconds, at a new revision).
+  const steady = holdersRevision === revision && (tenant === undefined || st.boundaryPassed.get({ client: tenant.id, now: nowMs * 1000 }) === undefined);
+  const { added, removed, count } = steady ? { added: [], removed: [], count: Number(schedule.holders_count) } : diffHolders(st, due, tenant, nowMs);
   const hooked = Number(schedule.hooked) === 1;
   return {
     nextRunAt: Number(schedule.next_run_at),
@@ -237,9 +251,9 @@ function writeRun(st: Statements, due: DueSchedule, plan: RunPlan, nowMs: number
   };
 }
 
-/** Who holds the workflow now, diffed against `workflow_holders` (the users of the last run). */
-function diffHolders(st: Statements, due: DueSchedule, tenant: Row | undefined): { added: string[]; removed: string[]; count: number } {
-  const now = tenant === undefined ? [] : (st.holdersNow.all(tenant.id, due.workflow) as string[]);
+/** Who holds the workflow now (active edges only), diffed against `workflow_holders` (the users of the last run). */
+function diffHolders(st: Statements, due: DueSchedule, tenant: Row | undefined, nowMs: number): { added: string[]; removed: string[]; count: number } {
+  const now = tenant === undefined ? [] : (st.holdersNow.all({ client: tenant.id, permission: due.workflow, now: nowMs * 1000 }) as string[]);
   return { ...diff(now, st.holdersBefore.all(due.tenant, due.workflow) as string[]), count: now.length };
 }
 

@@ -4,7 +4,7 @@ import type { GraphImage } from '../../authz/graph-image.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import type { StoreAnswer, StoreArgs } from '../calls.ts';
-import type { AuditPosition, CreatedTenants, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
+import type { AuditPosition, BoundaryCommitted, CreatedTenants, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 
 /**
  * The base of a store that stands in front of another (a wrapper, the pool): each store call is
@@ -39,6 +39,9 @@ export abstract class DelegatingStore implements Store {
   }
   writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
     return this.call('writeMany', [writes]);
+  }
+  commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]> {
+    return this.call('commitBoundaries', [nowMicros, limit]);
   }
 
   appendAudit(rows: readonly AuditRecord[]): Promise<void> {

@@ -2,10 +2,10 @@ import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
 import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../../authz/changes.ts';
 import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import { refusalFor, refused, type RefusalCode } from '../../authz/write-rules.ts';
-import type { FieldCipher } from '../../crypto/field-cipher.ts';
+import { isRefusalCode, refusalFor, refused } from '../../authz/write-rules.ts';
+import { DecryptionError, type FieldCipher } from '../../crypto/field-cipher.ts';
 import { callOf, type StoreAnswer, type StoreArgs } from '../calls.ts';
-import type { AuditStore, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
+import type { AuditStore, BoundaryCommitted, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import { DelegatingStore } from './delegating.ts';
 
@@ -44,6 +44,9 @@ export class EncryptedStore extends DelegatingStore {
       roles: s.roles.map(([role, description]) => [d(role), d(description)] as const),
       grants: s.grants.map(([role, permission]) => [d(role), d(permission)] as const),
       memberships: s.memberships.map(([user, role]) => [d(user), d(role)] as const),
+      windows: s.windows.map((w) =>
+        w.kind === 'permission' ? { ...w, role: d(w.role), permission: d(w.permission) } : { ...w, user: d(w.user), role: d(w.role) },
+      ),
     };
   }
 
@@ -52,14 +55,30 @@ export class EncryptedStore extends DelegatingStore {
     return imageOfSnapshot(await this.load(tenant));
   }
 
+  /**
+   * The requests with their names sealed; what comes back in plaintext: the changes as committed
+   * (a window set on an absent edge commits as its creation, a past `notBefore` is dropped) with
+   * the names asked, a refusal worded again with them (its `index` kept).
+   */
   override async writeMany(writes: readonly PendingWrite[]): Promise<WriteSettled[]> {
-    const e = (text: string): string => this.#seal(text);
+    const plain = new Map<string, string>();
+    const e = (text: string): string => {
+      const sealed = this.#seal(text);
+      plain.set(sealed, text);
+      return sealed;
+    };
     const sealed = writes.map((w): PendingWrite => {
-      const change = mapNames(w.change, e);
-      return w.audit === undefined ? { tenant: w.tenant, change } : { tenant: w.tenant, change, audit: { ...w.audit, resource: e(w.audit.resource) } };
+      const changes = w.changes.map((c) => mapNames(c, e));
+      return w.audit === undefined ? { ...w, changes } : { ...w, changes, audit: { ...w.audit, resource: e(w.audit.resource) } };
     });
+    const d = (text: string): string => plain.get(text) ?? this.#cipher.decrypt(text);
     const settled = await this.#inner.writeMany(sealed);
-    return settled.map((s, i) => (s.ok ? { ok: true, value: plainOutcome(s.value, (writes[i] as PendingWrite).change) } : s));
+    return settled.map((s, i) => (s.ok ? { ok: true, value: plainOutcome(s.value, (writes[i] as PendingWrite).changes, d) } : s));
+  }
+
+  override async commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]> {
+    const d = (text: string): string => this.#cipher.decrypt(text);
+    return (await this.#inner.commitBoundaries(nowMicros, limit)).map((b) => ({ ...b, change: mapNames(b.change, d) }));
   }
 
   override async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
@@ -72,7 +91,7 @@ export class EncryptedStore extends DelegatingStore {
   }
 
   override async audit(...args: Parameters<AuditStore['audit']>): Promise<AuditEntry[]> {
-    return (await this.#inner.audit(...args)).map((r) => ({ ...r, resource: this.#cipher.decrypt(r.resource) }));
+    return (await this.#inner.audit(...args)).map((r) => ({ ...r, resource: this.#openResource(r.resource) }));
   }
 
   override putSchedule(schedule: ScheduleInput, nowMs: number, audit: AuditRecord): Promise<void> {
@@ -124,6 +143,28 @@ export class EncryptedStore extends DelegatingStore {
     return { ...run, workflow: this.#cipher.decrypt(run.workflow), added: names(run.added), removed: names(run.removed) };
   }
 
+  /**
+   * An audit row's resource in plaintext. A boundary change's row is written by the adapter
+   * itself, inside the change's transaction, with the edge's path built from the names as stored
+   * (see edgeResource): its two sealed names are opened one by one. A sealed name is base64 (a
+   * multiple of 4 characters, possibly holding `/`): the path is cut at the `/` after which both
+   * halves decrypt, which the cipher's authentication makes the only one.
+   */
+  #openResource(stored: string): string {
+    const prefix = EDGE_PATHS.find((p) => stored.startsWith(p));
+    if (prefix === undefined) return this.#cipher.decrypt(stored);
+    const names = stored.slice(prefix.length);
+    for (let cut = names.indexOf('/'); cut !== -1; cut = names.indexOf('/', cut + 1)) {
+      if (cut % 4 !== 0) continue;
+      try {
+        return `${prefix}${this.#cipher.decrypt(names.slice(0, cut))}/${this.#cipher.decrypt(names.slice(cut + 1))}`;
+      } catch (err) {
+        if (!(err instanceof DecryptionError)) throw err;
+      }
+    }
+    return this.#cipher.decrypt(stored);
+  }
+
   #sealAudit(audit: AuditRecord): AuditRecord {
     return { ...audit, resource: this.#cipher.encrypt(audit.resource) };
   }
@@ -153,24 +194,27 @@ const SEALED_MAX = 50_000;
 /** Code point order (names are ASCII, where it is also UTF-16 order): how a run lists its users. */
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-/** `change` with every name (and a description) passed through `f`. */
-function mapNames(change: Change, f: (text: string) => string): Change {
-  switch (change.op) {
+/** The paths of boundary changes' audit rows (see edgeResource), before their two names. */
+const EDGE_PATHS = ['/api/permission/', '/api/membership/'];
+
+/** `change` with every name (and a description) passed through `f`; its window and bounds kept. */
+function mapNames<C extends Change>(change: C, f: (text: string) => string): C {
+  const c: Change = change;
+  switch (c.op) {
     case 'role.create':
-      return { op: change.op, role: f(change.role), description: f(change.description) };
+      return { ...c, role: f(c.role), description: f(c.description) } as C;
     case 'role.delete':
-      return { op: change.op, role: f(change.role) };
-    case 'permission.grant':
-    case 'permission.revoke':
-      return { op: change.op, role: f(change.role), permission: f(change.permission) };
-    case 'membership.add':
-    case 'membership.remove':
-      return { op: change.op, role: f(change.role), user: f(change.user) };
+      return { ...c, role: f(c.role) } as C;
+    default:
+      return ('permission' in c ? { ...c, role: f(c.role), permission: f(c.permission) } : { ...c, role: f(c.role), user: f(c.user) }) as C;
   }
 }
 
-/** The outcome in plaintext: the change as asked, and a refusal worded with the plaintext names. */
-function plainOutcome(outcome: WriteOutcome, change: Change): WriteOutcome {
-  if (outcome.ok) return { ...outcome, change };
-  return refused(refusalFor(outcome.error.code as RefusalCode, change), outcome.revision);
+/** The outcome in plaintext: the changes as committed with the names asked, a refusal of a change worded with the plaintext names. */
+function plainOutcome(outcome: WriteOutcome, asked: readonly Change[], d: (text: string) => string): WriteOutcome {
+  if (outcome.ok) return { ...outcome, changes: outcome.changes.map((c) => mapNames(c, d)) };
+  const change = outcome.index === undefined ? undefined : asked[outcome.index];
+  // A precondition names no change, and no name: passed on as it is.
+  if (change === undefined || !isRefusalCode(outcome.error.code)) return outcome;
+  return refused(refusalFor(outcome.error.code, change), outcome.revision, outcome.index);
 }

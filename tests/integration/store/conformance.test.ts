@@ -16,6 +16,7 @@ import { createdCases } from './cases/created.ts';
 import { databasesCases } from './cases/databases.ts';
 import { workflowCases } from './cases/workflow.ts';
 import { outcomes, writesCases } from './cases/writes.ts';
+import { windowsCases } from './cases/windows.ts';
 
 const TOPICS: readonly Topic[] = [
   { title: 'writes and the changelog', cases: writesCases },
@@ -23,6 +24,7 @@ const TOPICS: readonly Topic[] = [
   { title: 'audit rows and field encryption', cases: auditCases },
   { title: 'workflow schedules and runs', cases: workflowCases },
   { title: 'tenantsSince', cases: createdCases },
+  { title: 'write requests, If-Match, windows and their boundaries', cases: windowsCases },
 ];
 
 for (const backend of [sqliteBackend(), postgresBackend()]) {

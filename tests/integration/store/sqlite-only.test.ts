@@ -32,9 +32,9 @@ describe('SQLite only', () => {
     // A role that is not a string cannot be bound: the statement throws inside the batch.
     const bad = { op: 'role.create', role: { not: 'a string' }, description: '' } as unknown as Change;
     const settled = await store.writeMany([
-      { tenant: a, change: { op: 'role.create', role: 'r', description: '' } },
-      { tenant: a, change: bad },
-      { tenant: a, change: { op: 'permission.grant', role: 'r', permission: 'p' } },
+      { tenant: a, changes: [{ op: 'role.create', role: 'r', description: '' }] },
+      { tenant: a, changes: [bad] },
+      { tenant: a, changes: [{ op: 'permission.grant', role: 'r', permission: 'p' }] },
     ]);
     assert.deepEqual(
       settled.map((s) => s.ok && s.value.ok && s.value.revision),
@@ -46,6 +46,6 @@ describe('SQLite only', () => {
       (await store.changes(a, 0, 10)).map((c) => c.change.op),
       ['role.create', 'permission.grant'],
     );
-    assert.deepEqual(await store.load(a), { revision: 2, roles: [['r', '']], grants: [['r', 'p']], memberships: [] });
+    assert.deepEqual(await store.load(a), { revision: 2, roles: [['r', '']], grants: [['r', 'p']], memberships: [], windows: [] });
   });
 });

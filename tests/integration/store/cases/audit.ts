@@ -56,7 +56,7 @@ export function auditCases(topic: StoreTopic): void {
       { op: 'membership.add', user: 'u', role: 'admin' },
     ];
     const audits = changes.map((c, i) => auditOf(c, `/api/path/${i}`, i === 0 ? 201 : 200));
-    const settled = await topic.store.writeMany(changes.map((change, i) => ({ tenant: t, change, audit: audits[i] })));
+    const settled = await topic.store.writeMany(changes.map((change, i) => ({ tenant: t, changes: [change], audit: audits[i] })));
     assert.deepEqual(
       settled.map((s) => s.ok && s.value.ok && s.value.revision),
       [1, 2, 3],
@@ -78,20 +78,20 @@ export function auditCases(topic: StoreTopic): void {
   it('a refused write leaves no audit row; a write whose audit row cannot be stored does not commit', async () => {
     const t = tenant();
     const refusedChange: Change = { op: 'permission.grant', role: 'missing', permission: 'p' };
-    const [refused] = await topic.store.writeMany([{ tenant: t, change: refusedChange, audit: auditOf(refusedChange, '/api/permission/missing/p') }]);
+    const [refused] = await topic.store.writeMany([{ tenant: t, changes: [refusedChange], audit: auditOf(refusedChange, '/api/permission/missing/p') }]);
     assert.ok(refused?.ok && !refused.value.ok && refused.value.error.code === 'ERR_AUTHZ_ROLE_NOT_FOUND');
     assert.deepEqual(await topic.store.audit(t, undefined, 10), []);
 
     assert.equal((await writeOne(topic.store, t, { op: 'role.create', role: 'r', description: '' })).revision, 1);
     const dup: Change = { op: 'role.create', role: 'r', description: '' };
-    const [exists] = await topic.store.writeMany([{ tenant: t, change: dup, audit: auditOf(dup, '/api/role/r') }]);
+    const [exists] = await topic.store.writeMany([{ tenant: t, changes: [dup], audit: auditOf(dup, '/api/role/r') }]);
     assert.ok(exists?.ok && !exists.value.ok && exists.value.error.code === 'ERR_AUTHZ_ROLE_EXISTS');
     assert.deepEqual(await topic.store.audit(t, undefined, 10), [], 'neither refusal left a row');
 
     // The audit row violates NOT NULL: its insert fails, and the change must go with it.
     const grant: Change = { op: 'permission.grant', role: 'r', permission: 'p' };
     const broken = { ...auditOf(grant, '/api/permission/r/p'), credential: null } as unknown as AuditOfWrite;
-    const [failed] = await topic.store.writeMany([{ tenant: t, change: grant, audit: broken }]);
+    const [failed] = await topic.store.writeMany([{ tenant: t, changes: [grant], audit: broken }]);
     assert.ok(failed !== undefined && !failed.ok, `the write fails: ${JSON.stringify(failed)}`);
     assert.equal(await topic.store.revision(t), 1);
     assert.deepEqual(
@@ -216,17 +216,17 @@ export function auditCases(topic: StoreTopic): void {
       { op: 'role.delete', role: mine.doomed },
     ];
     const resourceOf = (c: Change): string => `/api/${c.op}/${c.role}/${'permission' in c ? c.permission : 'user' in c ? c.user : ''}`;
-    const settled = await enc.writeMany(script.map((change) => ({ tenant: t, change, audit: auditOf(change, resourceOf(change)) })));
+    const settled = await enc.writeMany(script.map((change) => ({ tenant: t, changes: [change], audit: auditOf(change, resourceOf(change)) })));
     settled.forEach((s, i) => {
       assert.ok(s.ok && s.value.ok, `write ${i} commits`);
-      assert.deepEqual(s.value.change, script[i], 'the outcome names the change in plaintext');
+      assert.deepEqual(s.value.changes[0], script[i], 'the outcome names the change in plaintext');
     });
     await enc.appendAudit([row(t, '2030-01-01T00:00:00.000000', `/api/role/${mine.role}/Administrators`)]);
     const refusals = await enc.writeMany([
-      { tenant: empty, change: { op: 'permission.grant', role: 'Administrators', permission: 'read' } },
-      { tenant: t, change: { op: 'role.create', role: 'Administrators', description: '' } },
-      { tenant: t, change: { op: 'permission.grant', role: 'Administrators', permission: 'read' } },
-      { tenant: t, change: { op: 'membership.remove', user: mine.user, role: 'Administrators' } },
+      { tenant: empty, changes: [{ op: 'permission.grant', role: 'Administrators', permission: 'read' }] },
+      { tenant: t, changes: [{ op: 'role.create', role: 'Administrators', description: '' }] },
+      { tenant: t, changes: [{ op: 'permission.grant', role: 'Administrators', permission: 'read' }] },
+      { tenant: t, changes: [{ op: 'membership.remove', user: mine.user, role: 'Administrators' }] },
     ]);
     assert.deepEqual(
       refusals.map((s) => (s.ok && !s.value.ok ? s.value.error.message : s)),

@@ -61,7 +61,7 @@ export function databasesCases(topic: StoreTopic): void {
       log.map((r) => r.revision),
       Array.from({ length: 101 }, (_, i) => i + 1),
     );
-    for (const r of committed) assert.deepEqual(log[r.revision - 1]?.change, r.change, `revision ${r.revision} is the write that got it`);
+    for (const r of committed) assert.deepEqual(log[r.revision - 1]?.change, r.changes[0], `revision ${r.revision} is the write that got it`);
     const snap = await topic.store.load(t);
     assert.equal(snap.revision, 101);
     assert.equal(snap.roles.length, 101);
@@ -73,7 +73,7 @@ export function databasesCases(topic: StoreTopic): void {
     const script = `import { openStore } from './src/store/index.ts';
       const s = openStore(JSON.parse(process.argv[1]));
       for (let i = 0; i < 10; i++) {
-        const [o] = await s.writeMany([{ tenant: process.argv[2], change: { op: 'role.create', role: 'p' + process.pid + '_' + i, description: '' } }]);
+        const [o] = await s.writeMany([{ tenant: process.argv[2], changes: [{ op: 'role.create', role: 'p' + process.pid + '_' + i, description: '' }] }]);
         if (!o.ok || !o.value.ok) process.exit(3);
       }
       process.stdout.write((await s.cursorSecret()).toString('hex'));

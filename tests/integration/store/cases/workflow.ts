@@ -42,7 +42,7 @@ function scheduleOf(t: TenantId, workflow: string, intervalSeconds = 60, webhook
 
 /** Applies `changes` to the tenant, each committed (a refusal fails the test). */
 async function apply(store: Store, t: TenantId, changes: readonly Change[]): Promise<void> {
-  const settled = await store.writeMany(changes.map((change) => ({ tenant: t, change })));
+  const settled = await store.writeMany(changes.map((change) => ({ tenant: t, changes: [change] })));
   settled.forEach((s, i) => assert.ok(s.ok && s.value.ok, `change ${i} commits: ${JSON.stringify(s)}`));
 }
 

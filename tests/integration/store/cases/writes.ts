@@ -62,7 +62,7 @@ async function runScript(store: Store, t: TenantId): Promise<WriteOutcome[]> {
     if (typeof expect === 'number') {
       assert.ok(outcome.ok, `${what} commits`);
       assert.equal(outcome.revision, expect, `${what} commits at ${expect}`);
-      assert.deepEqual(outcome.change, change);
+      assert.deepEqual(outcome.changes, [change]);
     } else {
       assert.ok(!outcome.ok, `${what} is refused`);
       assert.equal(outcome.error.code, expect[0], what);
@@ -79,7 +79,7 @@ export function writesCases(topic: StoreTopic): void {
 
   it('an unknown tenant is empty at revision 0', async () => {
     const t = tenant();
-    assert.deepEqual(await topic.store.load(t), { revision: 0, roles: [], grants: [], memberships: [] });
+    assert.deepEqual(await topic.store.load(t), { revision: 0, roles: [], grants: [], memberships: [], windows: [] });
     assert.equal(await topic.store.revision(t), 0);
     assert.deepEqual(await topic.store.changes(t, 0, 100), []);
     assert.deepEqual(await topic.store.revisions([t]), []);
@@ -90,8 +90,8 @@ export function writesCases(topic: StoreTopic): void {
     const [a, b] = [tenant(), tenant()];
     // The script on two tenants, interleaved, as one batch.
     const writes = SCRIPT.flatMap(([change]) => [
-      { tenant: a, change },
-      { tenant: b, change },
+      { tenant: a, changes: [change] },
+      { tenant: b, changes: [change] },
     ]);
     const settled = await topic.store.writeMany(writes);
     assert.equal(settled.length, writes.length);
@@ -130,6 +130,7 @@ export function writesCases(topic: StoreTopic): void {
       ],
       grants: [],
       memberships: [['alice', 'admin']],
+      windows: [],
     });
   });
 
@@ -184,18 +185,17 @@ export function writesCases(topic: StoreTopic): void {
     assert.deepEqual(await writeOne(topic.store, t, { op: 'role.delete', role: 'r1' }), {
       ok: true,
       revision: 9,
-      change: { op: 'role.delete', role: 'r1' },
-      permissionsRemoved: 2,
-      membershipsRemoved: 2,
+      changes: [{ op: 'role.delete', role: 'r1' }],
+      effects: [{ permissionsRemoved: 2, membershipsRemoved: 2 }],
     });
-    assert.deepEqual(await topic.store.load(t), { revision: 9, roles: [['r2', 'two']], grants: [['r2', 'p1']], memberships: [['alice', 'r2']] });
+    assert.deepEqual(await topic.store.load(t), { revision: 9, roles: [['r2', 'two']], grants: [['r2', 'p1']], memberships: [['alice', 'r2']], windows: [] });
     assert.deepEqual(
       (await topic.store.changes(t, 8, 10)).map((r) => r.change),
       [{ op: 'role.delete', role: 'r1' }],
     );
     const empty = await writeOne(topic.store, t, { op: 'role.create', role: 'r3', description: '' });
     const del = await writeOne(topic.store, t, { op: 'role.delete', role: 'r3' });
-    assert.deepEqual(del.ok ? [del.revision, del.permissionsRemoved, del.membershipsRemoved] : del, [11, 0, 0]);
+    assert.deepEqual(del.ok ? [del.revision, del.effects[0]?.permissionsRemoved, del.effects[0]?.membershipsRemoved] : del, [11, 0, 0]);
     assert.equal(empty.revision, 10);
   });
 
@@ -207,8 +207,8 @@ export function writesCases(topic: StoreTopic): void {
     assert.deepEqual(refused.ok ? undefined : [refused.error.code, refused.revision], ['ERR_AUTHZ_ROLE_NOT_FOUND', 0]);
     assert.equal((await writeOne(topic.store, b, { op: 'role.create', role: 'admin', description: 'b' })).revision, 1);
     assert.equal((await writeOne(topic.store, b, { op: 'membership.add', user: 'u', role: 'admin' })).revision, 2);
-    assert.deepEqual(await topic.store.load(a), { revision: 2, roles: [['admin', '']], grants: [['admin', 'read']], memberships: [] });
-    assert.deepEqual(await topic.store.load(b), { revision: 2, roles: [['admin', 'b']], grants: [], memberships: [['u', 'admin']] });
+    assert.deepEqual(await topic.store.load(a), { revision: 2, roles: [['admin', '']], grants: [['admin', 'read']], memberships: [], windows: [] });
+    assert.deepEqual(await topic.store.load(b), { revision: 2, roles: [['admin', 'b']], grants: [], memberships: [['u', 'admin']], windows: [] });
     assert.deepEqual(
       (await topic.store.revisions([a, b, tenant()])).sort(),
       [

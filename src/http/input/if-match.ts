@@ -1,0 +1,36 @@
+import { appError } from '../../errors/index.ts';
+
+/**
+ * What a write's `If-Match` header asks (docs/api.md §12.4): nothing (absent), `'any'` (`*`:
+ * always matches) or the revision the client must still be at. The service's entity tags are its
+ * revisions, sent in `X-Authz-Revision`; a tag is matched strongly, so a weak one (`W/"7"`)
+ * cannot match anything and is refused like any other malformed value.
+ */
+export type IfMatch = number | 'any' | undefined;
+
+/**
+ * One strong entity tag whose value is a revision as the service writes it: decimal digits
+ * without a leading zero (`"007"` is a tag no revision ever has, so it is refused rather than
+ * read as 7), at most 16 of them.
+ */
+const REVISION_TAG = /^"(0|[1-9]\d{0,15})"$/;
+
+/** HTTP's optional white space around a field value, which parsers may or may not strip. */
+const OWS = /^[ \t]+|[ \t]+$/g;
+
+/**
+ * The `If-Match` header's value (`''` when absent, as the engines give a missing header). Throws
+ * 400 ERR_VALIDATION_HEADER naming If-Match for anything but `*` or one quoted revision: weak
+ * tags, unquoted numbers, lists, other tags, non-ASCII.
+ */
+export function parseIfMatch(header: string | undefined): IfMatch {
+  if (header === undefined || header === '') return undefined;
+  const value = header.replace(OWS, '');
+  if (value === '*') return 'any';
+  const m = REVISION_TAG.exec(value);
+  const revision = m === null ? NaN : Number(m[1]);
+  if (!Number.isSafeInteger(revision)) {
+    throw appError('ERR_VALIDATION_HEADER', 'If-Match must be * or one revision as sent in X-Authz-Revision, quoted: "7" (not weak W/"7", not a list)');
+  }
+  return revision;
+}
