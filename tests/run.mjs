@@ -22,6 +22,10 @@ const routeContract = [
   'tests/contract/checks.test.ts',
   'tests/contract/lists.test.ts',
   'tests/contract/names.test.ts',
+  'tests/contract/windows.test.ts',
+  'tests/contract/batches.test.ts',
+  'tests/contract/dry-run.test.ts',
+  'tests/contract/preconditions.test.ts',
 ];
 const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
 
@@ -88,6 +92,7 @@ const files = [
   ...routeContract,
   ...badInput,
   'tests/features/property.test.ts',
+  'tests/features/boundaries.test.ts',
   'tests/ops/bench.test.ts',
   'tests/ops/bench-clients.test.ts',
   'tests/cluster/durability.test.ts',
