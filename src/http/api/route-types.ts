@@ -112,8 +112,11 @@ export interface WriteRoute extends RouteBase<WriteRouteId> {
   readonly kind: 'write';
   /** The changes the request asks for, from its path names and body; `nowMicros` judges a window (throws 400). */
   changes(p: readonly string[], body: unknown, nowMicros: number): readonly Change[];
-  /** The response data; `p` are the decoded path names. */
-  result(done: WriteCommitted, p: readonly string[]): unknown;
+  /**
+   * The response data; `p` are the decoded path names, `asked` the changes the request asked for
+   * (a window is echoed as asked: a `not_before` already past was not stored, the edge being active).
+   */
+  result(done: WriteCommitted, p: readonly string[], asked: readonly Change[]): unknown;
   /** The status of a success when it depends on what was committed (a PUT: created 201, replaced 200); else `status`. */
   statusOf?(done: WriteCommitted): 200 | 201;
 }

@@ -131,7 +131,7 @@ export class SlowPath {
     const outcome = await this.#backend.write(t.tenant, changes, audit, ifMatch);
     if (!outcome.ok) return corked(t, () => this.#reply.error(t, refusalOf(route, outcome), outcome.revision));
     const status = route.statusOf?.(outcome) ?? route.status;
-    const text = this.#answers.written(route, status, outcome, p);
+    const text = this.#answers.written(route, status, outcome, p, changes);
     corked(t, () => this.#reply.send(t, status, text, outcome.revision));
   }
 
