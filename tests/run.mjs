@@ -39,6 +39,7 @@ const clusterModes = [
 
 const files = [
   'tests/unit/authz/graph.test.ts',
+  'tests/unit/authz/windows.test.ts',
   'tests/unit/authz/write-rules.test.ts',
   'tests/unit/authz/preview.test.ts',
   'tests/unit/authz/resources.test.ts',

@@ -1,4 +1,5 @@
 import type { WireError } from '../errors/index.ts';
+import type { TenantId } from './tenant.ts';
 
 /**
  * When an edge (a grant or a membership) is active (docs/api.md §12.1): from `notBefore` (on)
@@ -76,6 +77,15 @@ export function windowOf(change: Change): Window | undefined {
 export function windowBetween(notBefore: number | undefined, expiresAt: number | undefined): Window | undefined {
   if (notBefore === undefined) return expiresAt === undefined ? undefined : { expiresAt };
   return expiresAt === undefined ? { notBefore } : { notBefore, expiresAt };
+}
+
+/** A boundary change the store committed (TenantStore.commitBoundaries). */
+export interface BoundaryCommitted {
+  readonly tenant: TenantId;
+  readonly revision: number;
+  readonly change: BoundaryChange;
+  /** The boundary (wire timestamp format): the changelog row's time. */
+  readonly at: string;
 }
 
 /** Whether `w` is open at `nowMicros` (`notBefore` ≤ now < `expiresAt`); no window is always open. */

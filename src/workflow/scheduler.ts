@@ -1,7 +1,12 @@
 import type { Logger, LogMessage } from '../log/index.ts';
 import { every, type Clock, type Repeating, type Timer } from '../time/clock.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, WorkflowStore } from './records.ts';
-import type { BoundaryCommitted, TenantStore } from '../store/port.ts';
+import type { BoundaryCommitted } from '../authz/changes.ts';
+
+/** The store's commit of passed window boundaries (TenantStore.commitBoundaries, docs/api.md §12.1). */
+export interface BoundaryStore {
+  commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
+}
 
 /** What the scheduler reports (the primary's metrics); every call is cheap and never throws. */
 export interface SchedulerEvents {
@@ -13,8 +18,7 @@ export interface SchedulerEvents {
 }
 
 export interface SchedulerOptions {
-  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'> &
-    Pick<TenantStore, 'commitBoundaries'>;
+  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'> & BoundaryStore;
   /** Makes one delivery attempt and says what to record on the run (it never throws). */
   readonly deliver: (job: DeliveryJob) => Promise<DeliveryUpdate>;
   /** Names this process in the lease (host, pid and a random part: unique across restarts). */

@@ -119,7 +119,7 @@ test("a write request of several changes is one write for the store, with its If
   const stale = p.write(t, changes, audit, 4);
   await flush();
   assert.deepEqual(commits[1]?.batch, [{ tenant: t, changes, ifMatch: 4, audit }]);
-  const refusal: WriteOutcome = { ok: false, error: { code: 'ERR_PRECONDITION_FAILED', message: 'The client is not at revision 4' }, revision: 5 };
+  const refusal: WriteOutcome = { ok: false, error: { code: 'ERR_CONSISTENCY_PRECONDITION_FAILED', message: 'The client is not at revision 4' }, revision: 5 };
   commits[1]?.settle([{ ok: true, value: refusal }]);
   await flush();
   fanOuts[1]?.settle();
