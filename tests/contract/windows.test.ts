@@ -265,6 +265,11 @@ describe('reads count only active edges', () => {
     assert.deepEqual(expectOk(await c.explain('alice', 'p')).granted_by, ['r']);
     assert.deepEqual(expectOk(await c.canRun('bob', 'p')), { can_run: false });
     assert.deepEqual(expectOk(await c.workflowUsers('p')), [{ user: 'alice' }]);
+    const decide = async (user: string, permission: string): Promise<boolean | undefined> =>
+      (await c.evaluation({ subject: { type: 'user', id: user }, action: { name: permission }, resource: { type: 'doc', id: '1' } })).value?.decision;
+    assert.deepEqual([await decide('alice', 'p'), await decide('bob', 'p'), await decide('alice', 'w')], [true, false, false]);
+    const who = await c.searchSubjects({ subject: { type: 'user' }, action: { name: 'p' }, resource: { type: 'doc', id: '1' } });
+    assert.deepEqual(who.value?.results, [{ type: 'user', id: 'alice' }]);
   });
 });
 
