@@ -101,6 +101,7 @@ const files = [
   'tests/cluster/instances.test.ts',
   'tests/cluster/haproxy.test.ts',
   'tests/features/unknown-clients.test.ts',
+  'tests/features/client-timed.test.ts',
   'tests/cluster/outage.test.ts',
   'tests/ops/operations.test.ts',
   'tests/ops/metrics.test.ts',

@@ -36,7 +36,7 @@ export async function seedSqlite(path: string, tenants: readonly TenantId[], cha
       const batch = Array.from({ length: Math.min(BATCH, total - i) }, (_, j) => {
         const n = i + j;
         // Change-major order: every tenant grows together, as many clients would.
-        return { tenant: tenants[n % tenants.length] as TenantId, change: changes[Math.floor(n / tenants.length)] as Change };
+        return { tenant: tenants[n % tenants.length] as TenantId, changes: [changes[Math.floor(n / tenants.length)] as Change] };
       });
       const settled = await store.writeMany(batch);
       settled.forEach((s, j) => {
@@ -82,6 +82,9 @@ function send(client: RbacClient, c: Change): Promise<ApiResult<unknown>> {
       return client.addMember(c.user, c.role);
     case 'membership.remove':
       return client.removeMember(c.user, c.role);
+    default:
+      // The data sets make permanent edges only; windows and boundaries have no route of their own here.
+      throw new Error(`seeding over HTTP does not send ${c.op}`);
   }
 }
 

@@ -42,7 +42,7 @@ const DELIVERY_CLAIM_MS = 15_000;
 const STOP_GRACE_MS = 2_000;
 
 /**
- * The workflow scheduler (docs/api.md §12), run in the primary: it owns no socket and no graph;
+ * The workflow scheduler (docs/api.md §16), run in the primary: it owns no socket and no graph;
  * its leader also commits the boundaries of timed grants and memberships as they pass (§12.1),
  * before the runs of the same tick, so that a run sees an expiry that came due before it;
  * runs are made by the store in one transaction each, off this event loop (pool threads).

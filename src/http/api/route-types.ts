@@ -140,7 +140,7 @@ export interface AuditRoute extends RouteBase {
   items(entries: readonly AuditEntry[]): unknown[];
 }
 
-/** Workflow schedules and runs, kept in the database (docs/api.md §6, §12). */
+/** Workflow schedules and runs, kept in the database (docs/api.md §6, §16). */
 export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow.unschedule' | 'workflow.schedules' | 'workflow.runs'> {
   readonly kind: 'workflow';
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
