@@ -81,7 +81,7 @@ describe('every write route', () => {
     test(`${route.name}: the current revision and * write; another is 412; a malformed or weak tag 400`, async () => {
       const c = await seeded();
       const before = await storedBy(c);
-      await refusedAll(c, before, route, ['"4"', '"6"', '"0"', '"99999999999999999999999"'], (res, value) =>
+      await refusedAll(c, before, route, ['"4"', '"6"', '"0"', '"9007199254740991"'], (res, value) =>
         expectPreconditionFailed(res, REV, `${route.name} If-Match ${value}`),
       );
       await refusedAll(c, before, route, MALFORMED, (res, value) => expectError(res, 400, ['If-Match'], REV, `${route.name} If-Match ${value}`));
