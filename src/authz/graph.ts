@@ -54,10 +54,7 @@ export class TenantGraph {
    */
   constructor(revision = 0, parts: AdoptedParts = emptyParts(), clock: MicroClock = wallMicros) {
     this.#revision = revision;
-    this.#rel = new GraphRelations(parts, clock, {
-      holdersChanged: (p) => this.#holderLists.delete(p),
-      permissionsChanged: () => this.#resourceLists.clear(),
-    });
+    this.#rel = new GraphRelations(parts, clock, { holders: this.#holderLists, resources: this.#resourceLists });
     this.#userNames = parts.userNames;
     this.#roleNames = parts.roleNames;
     this.#permNames = parts.permNames;
