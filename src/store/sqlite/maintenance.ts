@@ -48,7 +48,8 @@ export class SqliteMaintenance implements Maintenance {
     const db = new Database(this.#path, { fileMustExist: true });
     try {
       db.exec('PRAGMA busy_timeout = 5000');
-      await db.backup(partial, { progress: backupSteps(progress) });
+      const steps = backupSteps(progress);
+      steps.finished((await db.backup(partial, { progress: steps.next })).totalPages);
       progress.end();
       const copy = new Database(partial, { fileMustExist: true });
       let report: Omit<BackupReport, 'out' | 'bytes'>;
@@ -131,16 +132,22 @@ export class SqliteMaintenance implements Maintenance {
  * write elsewhere restarted the copy (the pages left grow again), the rest in one step, which
  * holds one read snapshot throughout and so cannot be restarted again.
  */
-function backupSteps(progress: Progress): (p: { totalPages: number; remainingPages: number }) => number {
+function backupSteps(progress: Progress): { next: (p: { totalPages: number; remainingPages: number }) => number; finished: (pages: number) => void } {
   let left = Infinity;
   let restarted = false;
   let total = -1;
-  return ({ totalPages, remainingPages }) => {
+  const at = (totalPages: number, remainingPages: number): void => {
     if (totalPages !== total) progress.begin((total = totalPages), 'pages');
     progress.update(totalPages - remainingPages);
-    if (remainingPages > left) restarted = true;
-    left = remainingPages;
-    return restarted ? 0x7fffffff : STEP_PAGES;
+  };
+  return {
+    next: ({ totalPages, remainingPages }) => {
+      at(totalPages, remainingPages);
+      if (remainingPages > left) restarted = true;
+      left = remainingPages;
+      return restarted ? 0x7fffffff : STEP_PAGES;
+    },
+    finished: (pages) => at(pages, 0),
   };
 }
 
