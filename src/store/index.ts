@@ -3,15 +3,7 @@ import type { Store } from './port.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { PostgresMaintenance } from './postgres/maintenance.ts';
 import type { StoreSettings } from './settings.ts';
-export {
-  MaintenanceError,
-  NO_PROGRESS,
-  type BackupReport,
-  type Maintenance,
-  type Progress,
-  type RekeyReport,
-  type RestoreReport,
-} from './maintenance.ts';
+export { MaintenanceError, NO_PROGRESS, type BackupReport, type Maintenance, type Progress, type RekeyReport, type RestoreReport } from './maintenance.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import { SqliteMaintenance } from './sqlite/maintenance.ts';
 

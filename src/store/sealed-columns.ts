@@ -60,8 +60,7 @@ export function openResource(stored: string, cipher: FieldCipher): OpenedResourc
 }
 
 /** {@link openResource}'s answer as plaintext text. */
-export const plainResource = (opened: OpenedResource): string =>
-  'whole' in opened ? opened.whole : `${opened.prefix}${opened.names[0]}/${opened.names[1]}`;
+export const plainResource = (opened: OpenedResource): string => ('whole' in opened ? opened.whole : `${opened.prefix}${opened.names[0]}/${opened.names[1]}`);
 
 /** Turns a sealed cell of one kind from how one key stores it into how another does. */
 export type CellRewrite = (kind: SealedKind, stored: string) => string;

@@ -23,7 +23,7 @@ export interface CliRun {
 
 /** The environment of a command: only what is given, PATH and HOME (nothing else inherited). */
 function cliEnv(env: Readonly<Record<string, string>>): Record<string, string> {
-  const full: Record<string, string> = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...engineEnv(), ...env };
+  const full: Record<string, string> = { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...engineEnv(), ...env };
   rememberEnvSecrets(full);
   if (full.AUTH_NEW_ENCRYPTION_KEY !== undefined) rememberSecret(full.AUTH_NEW_ENCRYPTION_KEY, 'AUTH_ENCRYPTION_KEY');
   return full;
@@ -101,7 +101,10 @@ export async function seedClient(c: RbacClient, extra: string): Promise<SeededNa
   await must('schedule', c.scheduleWorkflow('read', { interval_seconds: 3600 }));
   // A new schedule is due at once: its first run (a diff of names) is stored in a moment.
   await waitUntil('the first run of workflow read', async () => ((await c.workflowRuns('read', { limit: 10 })).data ?? []).length > 0 || undefined);
-  await waitUntil(`the boundary of dave-${extra}`, async () => ((await c.audit({ limit: 1000 })).data ?? []).some((r) => r.action === 'membership.activate') || undefined);
+  await waitUntil(
+    `the boundary of dave-${extra}`,
+    async () => ((await c.audit({ limit: 1000 })).data ?? []).some((r) => r.action === 'membership.activate') || undefined,
+  );
   return {
     roles,
     permissions: ['read', `write-${extra}`, 'nothing'],

@@ -92,7 +92,10 @@ async function scenario(t: TestContext, dbs: Databases): Promise<void> {
   const report = (onlyResult(backup) as { backup: { tables: Record<string, number>; bytes: number } }).backup;
   assert.ok(report.bytes > 0);
   assert.equal(report.tables.clients, 5, 'every client is in the backup');
-  assert.ok(written.every((n) => n > 0), 'writes went on during the backup');
+  assert.ok(
+    written.every((n) => n > 0),
+    'writes went on during the backup',
+  );
 
   const again = await runCli(['backup', '--out', dbs.backupFile], dbs.original);
   assert.equal(again.code, 1, 'an existing backup file is not replaced');

@@ -144,7 +144,11 @@ test('a progress bar is drawn on stderr when it is a terminal, and never on stdo
   const entry = /\.js$/.test(process.env.AUTH_TEST_ENTRY ?? '') ? 'dist/cli/main.js' : '--import tsx src/cli/main.ts';
   const out = join(tmp.dir, 'stdout.json');
   const command = `AUTH_SQLITE_PATH=${join(tmp.dir, 'db.sqlite3')} ${process.execPath} ${entry} backup --out ${join(tmp.dir, 'b.sqlite3')} > ${out}`;
-  const tty = spawnSync('script', ['-qec', command, '/dev/null'], { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH ?? '', HOME: '', TERM: 'xterm' } });
+  const tty = spawnSync('script', ['-qec', command, '/dev/null'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', HOME: '', TERM: 'xterm' },
+  });
   assert.equal(tty.status, 0, tty.stdout + tty.stderr);
   assert.match(tty.stdout, /backup \[[█░]+\] 100% \| \d+\/\d+ pages \| \d+ pages\/s \| 0s left/, 'the bar, on the terminal');
   const plain = await runCli(['backup', '--out', join(tmp.dir, 'c.sqlite3')], { AUTH_SQLITE_PATH: join(tmp.dir, 'db.sqlite3') });

@@ -73,7 +73,16 @@ export async function writeArchive(db: pg.ClientBase, out: string, force: boolea
     for (const t of tables) counts[t] = await countRows(db, t);
     const version = await schemaVersion(db);
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
-    await write(JSON.stringify({ format: ARCHIVE_FORMAT, version: ARCHIVE_VERSION, database: 'postgresql', schema_version: version, taken_at: new Date().toISOString(), tables: counts }));
+    await write(
+      JSON.stringify({
+        format: ARCHIVE_FORMAT,
+        version: ARCHIVE_VERSION,
+        database: 'postgresql',
+        schema_version: version,
+        taken_at: new Date().toISOString(),
+        tables: counts,
+      }),
+    );
     progress.begin(total, 'rows');
     let done = 0;
     for (const t of tables) {
@@ -124,7 +133,8 @@ function readHeader(line: string | undefined, input: string): Header {
     // answered below
   }
   if (h.format !== ARCHIVE_FORMAT || h.database !== 'postgresql') throw new MaintenanceError(`${input} is not a PostgreSQL backup of this service`);
-  if (h.version !== ARCHIVE_VERSION) throw new MaintenanceError(`${input} is an archive of version ${String(h.version)}; this build reads version ${ARCHIVE_VERSION}`);
+  if (h.version !== ARCHIVE_VERSION)
+    throw new MaintenanceError(`${input} is an archive of version ${String(h.version)}; this build reads version ${ARCHIVE_VERSION}`);
   const latest = Math.max(...MIGRATIONS.map((m) => m.version));
   const schema = Number(h.schema_version);
   if (!(schema >= 1 && schema <= latest)) throw new MaintenanceError(`${input} is at schema version ${schema}; this build knows versions 1 to ${latest}`);
@@ -190,7 +200,7 @@ async function clearSchema(db: pg.ClientBase, force: boolean): Promise<void> {
 async function loadRows(db: pg.ClientBase, next: () => Promise<string | undefined>, input: string, progress: Progress): Promise<Record<string, number>> {
   const loaded: Record<string, number> = {};
   let done = 0;
-  for (let line = await next(); ; ) {
+  for (let line = await next(); ;) {
     if (line === undefined) throw new MaintenanceError(`${input} is cut short (no end line): nothing was restored`);
     const section = JSON.parse(line) as { table?: string; rows?: number; end?: boolean };
     if (section.end === true) return loaded;

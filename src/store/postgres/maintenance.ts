@@ -87,7 +87,9 @@ export class PostgresMaintenance implements Maintenance {
         [SERVICE_APPLICATION],
       );
       if (running.rowCount !== 0) {
-        throw new MaintenanceError(`the database is in use by the service (${running.rowCount} connections named ${SERVICE_APPLICATION}): stop every instance first`);
+        throw new MaintenanceError(
+          `the database is in use by the service (${running.rowCount} connections named ${SERVICE_APPLICATION}): stop every instance first`,
+        );
       }
       await db.query(`SET LOCAL lock_timeout = '10s'`);
       await db.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);

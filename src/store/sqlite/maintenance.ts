@@ -75,7 +75,9 @@ export class SqliteMaintenance implements Maintenance {
     try {
       const filled = dataTables(db, 'main').filter((t) => count(db, 'main', t) > 0);
       if (filled.length > 0 && !options.force) {
-        throw new MaintenanceError(`the database at ${this.#path} is not empty (${filled.join(', ')} hold rows): restore into an empty one, or --force to replace it`);
+        throw new MaintenanceError(
+          `the database at ${this.#path} is not empty (${filled.join(', ')} hold rows): restore into an empty one, or --force to replace it`,
+        );
       }
       db.exec(`ATTACH DATABASE ${quoteText(input)} AS backup`);
       const tables = copyFrom(db, progress);
@@ -169,7 +171,8 @@ function backupVersion(input: string): number {
     if (!dataTables(db, 'main').includes('clients')) throw new MaintenanceError(`${input} is not a backup of this service's database`);
     const version = schemaVersion(db);
     const latest = Math.max(...MIGRATIONS.map((m) => m.version));
-    if (version > latest) throw new MaintenanceError(`${input} is at schema version ${version}, newer than this build's ${latest}: restore with a newer version`);
+    if (version > latest)
+      throw new MaintenanceError(`${input} is at schema version ${version}, newer than this build's ${latest}: restore with a newer version`);
     return version;
   } finally {
     db.close();
@@ -188,7 +191,11 @@ function tablesOf(db: Database.Database, schema: string): string[] {
 const dataTables = (db: Database.Database, schema: string): string[] => tablesOf(db, schema).filter((t) => !BOOKKEEPING.has(t));
 
 function count(db: Database.Database, schema: string, table: string): number {
-  return Number(prepared(db, `SELECT count(*) FROM ${schema}.${quoteName(table)}`).pluck().get());
+  return Number(
+    prepared(db, `SELECT count(*) FROM ${schema}.${quoteName(table)}`)
+      .pluck()
+      .get(),
+  );
 }
 
 function rowCounts(db: Database.Database): Record<string, number> {
@@ -206,7 +213,10 @@ const quoteText = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 function copyFrom(db: Database.Database, progress: Progress): Record<string, number> {
   const tables = tablesOf(db, 'backup');
   const counts = Object.fromEntries(tables.map((t) => [t, count(db, 'backup', t)]));
-  progress.begin(Object.values(counts).reduce((a, b) => a + b, 0), 'rows');
+  progress.begin(
+    Object.values(counts).reduce((a, b) => a + b, 0),
+    'rows',
+  );
   db.transaction(() => {
     for (const t of tablesOf(db, 'main')) db.exec(`DROP TABLE main.${quoteName(t)}`);
     let done = 0;
@@ -240,9 +250,16 @@ function hasSequence(db: Database.Database, schema: string): boolean {
 function rekeyAll(db: Database.Database, from: FieldCipher | undefined, to: FieldCipher | undefined, progress: Progress): Record<string, number> {
   const plan = SEALED_TABLES.map(({ table, columns }) => ({ table, columns: Object.entries(columns) }));
   const cells = (table: string, columns: ReadonlyArray<readonly [string, SealedKind]>): number =>
-    Number(prepared(db, `SELECT ${columns.map(([c]) => `count(${quoteName(c)})`).join(' + ')} FROM ${quoteName(table)}`).pluck().get());
+    Number(
+      prepared(db, `SELECT ${columns.map(([c]) => `count(${quoteName(c)})`).join(' + ')} FROM ${quoteName(table)}`)
+        .pluck()
+        .get(),
+    );
   const counts = Object.fromEntries(plan.map((p) => [p.table, cells(p.table, p.columns)]));
-  progress.begin(Object.values(counts).reduce((a, b) => a + b, 0), 'cells');
+  progress.begin(
+    Object.values(counts).reduce((a, b) => a + b, 0),
+    'cells',
+  );
   const rewrite = cellRewrite(from, to);
   const stallAt = stallPoint();
   let done = 0;
