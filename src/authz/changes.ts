@@ -120,9 +120,7 @@ export function commitsOf(records: readonly ChangeRecord[]): Commit[] {
 }
 
 /** A windowed edge as stored: which edge, and its window. */
-export type WindowedEdge =
-  | ({ readonly kind: 'permission' } & GrantEdge & Window)
-  | ({ readonly kind: 'membership' } & MemberEdge & Window);
+export type WindowedEdge = ({ readonly kind: 'permission' } & GrantEdge & Window) | ({ readonly kind: 'membership' } & MemberEdge & Window);
 
 /** Everything a tenant holds at one revision, as read from the store in one transaction. */
 export interface Snapshot {

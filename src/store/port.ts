@@ -69,7 +69,6 @@ export interface TenantStore {
   commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
 }
 
-
 /** The audit trail. */
 export interface AuditStore {
   /** Audit rows recorded apart from a write (failed requests, reads, tokens), in one transaction. */

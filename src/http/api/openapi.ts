@@ -135,7 +135,10 @@ export function buildOpenApi(routes: readonly Route[]): object {
       security: [{ bearer: [] }],
     };
     if (r.body !== undefined && r.body !== 'none') {
-      op.requestBody = { required: r.body === 'check' || r.body === 'schedule' || r.body === 'writes', content: { 'application/json': { schema: bodies[r.body] } } };
+      op.requestBody = {
+        required: r.body === 'check' || r.body === 'schedule' || r.body === 'writes',
+        content: { 'application/json': { schema: bodies[r.body] } },
+      };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }

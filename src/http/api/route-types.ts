@@ -149,7 +149,8 @@ export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
 }
 
-export type Route = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+export type Route =
+  HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
 
 /** The routes answered from the tenant graph, in memory (once it is cached and recent enough). */
 export type GraphRoute = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute;

@@ -164,7 +164,6 @@ export class Answers {
       }),
     );
   }
-
 }
 
 /** The position an audit cursor holds (`<at> <id>`, signed); a cursor of another shape is refused (400). */

@@ -101,7 +101,14 @@ export class SlowPath {
    * A write hydrates nothing first: its outcome carries the revision. A refusal before it (a bad
    * body) reads the revision alone, from the cached graph or else the database.
    */
-  async #writeAnswer(t: TenantTarget, route: WriteRoute, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+  async #writeAnswer(
+    t: TenantTarget,
+    route: WriteRoute,
+    p: string[],
+    query: Query,
+    failure: AppError | undefined,
+    body: Promise<BodyResult> | undefined,
+  ): Promise<void> {
     if (failure !== undefined) {
       const revision = await this.#revisionNow(t.tenant);
       return corked(t, () => this.#reply.error(t, failure, revision));

@@ -57,7 +57,13 @@ export function applyRequest(st: TenantStatements, w: PendingWrite, insertAudit:
     applied.push(done);
   }
   const revision = Number((st.bumpRevision.get(id) as Row).revision);
-  const audit = w.audit === undefined ? undefined : auditAsCommitted(w.audit, applied.map((a) => a.change));
+  const audit =
+    w.audit === undefined
+      ? undefined
+      : auditAsCommitted(
+          w.audit,
+          applied.map((a) => a.change),
+        );
   applied.forEach(({ change }, seq) => {
     insertChange(st, id, revision, seq, change, at);
     if (audit !== undefined) insertAudit({ ...audit, action: change.op, tenant: w.tenant, at, revision });
