@@ -86,8 +86,12 @@ export class TenantGraph {
   apply(changes: readonly Change[], revision: number): ApplyResult {
     if (revision <= this.#revision) return 'stale';
     if (revision !== this.#revision + 1) return 'gap';
+    const hadWindows = this.#windows !== undefined;
     for (const change of changes) this.#rel.apply(change);
     this.#windows = this.#rel.windows;
+    // Kept lists of a graph with windows hold for the instant they were made, which a bound may
+    // have passed since, unnoticed once the change of its boundary took the last window away.
+    if (hadWindows) this.#forgetKeptLists();
     this.#revision = revision;
     if (this.#memo.size > 0) this.#memo.clear();
     return 'applied';
@@ -199,18 +203,6 @@ export class TenantGraph {
   /** Every edge with a window, by name (GET /api/windows). */
   windowedEdges(): WindowedEdge[] {
     return this.#windows?.edges(this.#roleNames, this.#userNames, this.#permNames) ?? [];
-  }
-
-  /** Every permission of the role, active or pending, sorted; [] when the role does not exist. */
-  allPermissionsOf(role: string): readonly string[] {
-    const r = this.#roleNames.id(role);
-    return r === undefined ? [] : namesOf(this.#permsOfRole.copyOf(r), this.#permNames).sort(byCodePoint);
-  }
-
-  /** Every member of the role, active or pending, sorted; [] when the role does not exist. */
-  allMembersOf(role: string): readonly string[] {
-    const r = this.#roleNames.id(role);
-    return r === undefined ? [] : namesOf(this.#rel.membersOfRole.copyOf(r), this.#userNames);
   }
 
   // ---- reads: edges active now ---------------------------------------------------------------
@@ -379,6 +371,10 @@ export class TenantGraph {
     const w = this.#windows;
     if (w === undefined || !w.passedBoundarySince(w.now())) return;
     this.#memo.clear();
+    this.#forgetKeptLists();
+  }
+
+  #forgetKeptLists(): void {
     this.#holderLists.clear();
     this.#resourceLists.clear();
   }

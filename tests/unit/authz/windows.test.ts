@@ -167,6 +167,25 @@ test('a check one microsecond after expires_at is false, and at not_before true,
   assert.equal(g.memberEdge('ann', 'oncall'), undefined);
 });
 
+test('lists made while the last window was pending are forgotten when its boundary change applies, unread in between', () => {
+  let now = 0;
+  const g = new TenantGraph(0, undefined, () => now);
+  g.apply([{ op: 'role.create', role: 'r', description: '' }], 1);
+  g.apply([{ op: 'role.create', role: 's', description: '' }], 2);
+  g.apply([{ op: 'permission.grant', role: 'r', permission: 'p' }], 3);
+  g.apply([{ op: 'membership.add', user: 'v', role: 's' }], 4);
+  g.apply([{ op: 'membership.add', user: 'u', role: 'r', notBefore: 100 }], 5);
+  g.apply([{ op: 'permission.grant', role: 's', permission: 'q', notBefore: 100 }], 6);
+  assert.deepEqual(g.whichUsersCan('p'), []);
+  assert.deepEqual(g.whichUsersCan('q'), []);
+  now = 200;
+  g.apply([{ op: 'membership.activate', user: 'u', role: 'r', notBefore: 100 }], 7);
+  g.apply([{ op: 'permission.activate', role: 's', permission: 'q', notBefore: 100 }], 8);
+  assert.equal(g.hasWindows, false);
+  assert.deepEqual(g.whichUsersCan('p'), ['u']);
+  assert.deepEqual(g.whichUsersCan('q'), ['v']);
+});
+
 test('a boundary change whose bound was replaced in the meantime changes nothing', () => {
   const now = 0;
   const g = new TenantGraph(0, undefined, () => now);
