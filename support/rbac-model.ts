@@ -169,7 +169,8 @@ export class RbacModel {
     return sorted(this.roleNamesWith(perm).flatMap((r) => this.activeMembers(r)));
   }
   hasPermission(user: string, perm: string): boolean {
-    for (const [r, s] of this.roles) if (s.members.has(user) && s.perms.has(perm) && this.#open(memberKey(user, r)) && this.#open(grantKey(r, perm))) return true;
+    for (const [r, s] of this.roles)
+      if (s.members.has(user) && s.perms.has(perm) && this.#open(memberKey(user, r)) && this.#open(grantKey(r, perm))) return true;
     return false;
   }
 

@@ -22,6 +22,10 @@ const routeContract = [
   'tests/contract/checks.test.ts',
   'tests/contract/lists.test.ts',
   'tests/contract/names.test.ts',
+  'tests/contract/windows.test.ts',
+  'tests/contract/batches.test.ts',
+  'tests/contract/dry-run.test.ts',
+  'tests/contract/preconditions.test.ts',
 ];
 const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
 
@@ -35,6 +39,7 @@ const clusterModes = [
 
 const files = [
   'tests/unit/authz/graph.test.ts',
+  'tests/unit/authz/windows.test.ts',
   'tests/unit/authz/write-rules.test.ts',
   'tests/unit/authz/preview.test.ts',
   'tests/unit/authz/resources.test.ts',
@@ -89,14 +94,17 @@ const files = [
   ...badInput,
   'tests/features/property.test.ts',
   'tests/features/property-windows.test.ts',
+  'tests/features/boundaries.test.ts',
   'tests/ops/bench.test.ts',
   'tests/ops/bench-clients.test.ts',
   'tests/cluster/durability.test.ts',
   ...clusterModes,
   'tests/unit/store/resilience.test.ts',
   'tests/cluster/instances.test.ts',
+  'tests/cluster/boundaries-instances.test.ts',
   'tests/cluster/haproxy.test.ts',
   'tests/features/unknown-clients.test.ts',
+  'tests/features/client-timed.test.ts',
   'tests/cluster/outage.test.ts',
   'tests/ops/operations.test.ts',
   'tests/ops/metrics.test.ts',

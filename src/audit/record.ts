@@ -1,4 +1,5 @@
 import type { TenantId } from '../authz/tenant.ts';
+import type { Change } from '../authz/changes.ts';
 
 /**
  * The audit trail's rows (docs/api.md §11). A draft is what a request leaves
@@ -43,4 +44,13 @@ export interface AuditEntry extends AuditRecord {
 export interface AuditPosition {
   readonly at: string;
   readonly id: number;
+}
+
+/**
+ * A write's audit row as its changes were committed: a PUT (docs/api.md §12.1) that replaced an
+ * edge's window answered 200, where its route says 201 for the edge it would create.
+ */
+export function auditAsCommitted(audit: AuditOfWrite, changes: readonly Change[]): AuditOfWrite {
+  const replaced = changes.length === 1 && (changes[0] as Change).op.endsWith('.window');
+  return replaced && audit.status === 201 ? { ...audit, status: 200 } : audit;
 }

@@ -1,4 +1,5 @@
 import type { WireError } from '../errors/index.ts';
+import type { TenantId } from './tenant.ts';
 
 /**
  * When an edge (a grant or a membership) is active (docs/api.md §12.1): from `notBefore` (on)
@@ -78,6 +79,15 @@ export function windowBetween(notBefore: number | undefined, expiresAt: number |
   return expiresAt === undefined ? { notBefore } : { notBefore, expiresAt };
 }
 
+/** A boundary change the store committed (TenantStore.commitBoundaries). */
+export interface BoundaryCommitted {
+  readonly tenant: TenantId;
+  readonly revision: number;
+  readonly change: BoundaryChange;
+  /** The boundary (wire timestamp format): the changelog row's time. */
+  readonly at: string;
+}
+
 /** Whether `w` is open at `nowMicros` (`notBefore` ≤ now < `expiresAt`); no window is always open. */
 export function isOpen(w: Window | undefined, nowMicros: number): boolean {
   if (w === undefined) return true;
@@ -110,9 +120,7 @@ export function commitsOf(records: readonly ChangeRecord[]): Commit[] {
 }
 
 /** A windowed edge as stored: which edge, and its window. */
-export type WindowedEdge =
-  | ({ readonly kind: 'permission' } & GrantEdge & Window)
-  | ({ readonly kind: 'membership' } & MemberEdge & Window);
+export type WindowedEdge = ({ readonly kind: 'permission' } & GrantEdge & Window) | ({ readonly kind: 'membership' } & MemberEdge & Window);
 
 /** Everything a tenant holds at one revision, as read from the store in one transaction. */
 export interface Snapshot {

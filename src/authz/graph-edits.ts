@@ -2,16 +2,17 @@ import type { PermId, RoleId, UserId } from './ids.ts';
 import { windowBetween, windowOf, type Change, type Window } from './changes.ts';
 import type { Adjacency } from './adjacency.ts';
 import type { NameTable } from './name-table.ts';
+import type { ListMemo } from './list-memo.ts';
 import { memberPosition } from './members.ts';
 import { membersByRole, rolesByPermission, type AdoptedParts } from './snapshot-build.ts';
 import { EdgeWindows, type MicroClock } from './windows.ts';
 
-/** What a graph's derived lists hear from its edits, to forget what no longer holds. */
-export interface EditListener {
-  /** The holders of permission `p` may have changed. */
-  holdersChanged(p: PermId): void;
-  /** A permission appeared or went. */
-  permissionsChanged(): void;
+/** The lists of a graph that outlive a change, which its edits forget when they no longer hold. */
+export interface KeptLists {
+  /** Per permission, its holders: forgotten when they may have changed. */
+  readonly holders: ListMemo<PermId>;
+  /** Per resource type, its known ids: forgotten when a permission appears or goes. */
+  readonly resources: ListMemo<string>;
 }
 
 /**
@@ -32,9 +33,9 @@ export class GraphRelations {
   /** The windows of the edges that have one; undefined while none has (most graphs). */
   windows: EdgeWindows | undefined;
   readonly #clock: MicroClock;
-  readonly #listener: EditListener;
+  readonly #kept: KeptLists;
 
-  constructor(parts: AdoptedParts, clock: MicroClock, listener: EditListener) {
+  constructor(parts: AdoptedParts, clock: MicroClock, kept: KeptLists) {
     this.userNames = parts.userNames;
     this.roleNames = parts.roleNames;
     this.permNames = parts.permNames;
@@ -44,7 +45,7 @@ export class GraphRelations {
     this.#rolesByPerm = parts.rolesOfPerm;
     this.descriptions = parts.descriptions;
     this.#clock = clock;
-    this.#listener = listener;
+    this.#kept = kept;
     for (const e of parts.windows) {
       const r = this.roleNames.id(e.role);
       const x = e.kind === 'permission' ? this.permNames.id(e.permission) : this.userNames.id(e.user);
@@ -109,7 +110,7 @@ export class GraphRelations {
   /** The holders of every permission of role `r` may have changed. */
   #forgetHoldersOfRole(r: RoleId): void {
     const rp = this.permsOfRole;
-    for (let i = 0; i < rp.countOf(r); i++) this.#listener.holdersChanged(rp.at(r, i) as PermId);
+    for (let i = 0; i < rp.countOf(r); i++) this.#kept.holders.delete(rp.at(r, i) as PermId);
   }
 
   #createRole(role: string, description: string): void {
@@ -146,11 +147,11 @@ export class GraphRelations {
     if (p === undefined) {
       p = this.permNames.intern(permission);
       this.rolesOfPerm.ensureNodes(this.permNames.idEnd);
-      this.#listener.permissionsChanged();
+      this.#kept.resources.clear();
     }
     if (this.permsOfRole.insertSorted(r, p)) this.rolesOfPerm.insertSorted(p, r);
     if (window !== undefined || this.windows?.grantWindow(r, p) !== undefined) this.#timed().setGrant(r, p, window);
-    this.#listener.holdersChanged(p);
+    this.#kept.holders.delete(p);
   }
 
   #revoke(role: string, permission: string): void {
@@ -175,7 +176,7 @@ export class GraphRelations {
   #unlinkGrant(r: RoleId, p: PermId): void {
     this.windows?.setGrant(r, p, undefined);
     this.rolesOfPerm.removeSorted(p, r);
-    this.#listener.holdersChanged(p);
+    this.#kept.holders.delete(p);
     if (this.rolesOfPerm.countOf(p) !== 0) return;
     this.rolesOfPerm.clear(p);
     this.permNames.release(p);
@@ -183,7 +184,7 @@ export class GraphRelations {
       this.permNames.reset();
       this.rolesOfPerm.reset();
     }
-    this.#listener.permissionsChanged();
+    this.#kept.resources.clear();
   }
 
   /** Adds (or, when a member already, sets the window of) user → role. */

@@ -65,7 +65,9 @@ export function imageOf(revision: number, p: GraphParts): GraphImage {
   arrays.forEach((a, i) => a !== undefined && into.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength), layout[2 * i] as number));
   for (const t of tables) layout.push(t.chars instanceof Uint16Array ? 1 : 0, t.charsEnd, t.garbageChars, t.idEnd, t.freeCount, t.deletedSlots, t.size);
   for (const a of relations) layout.push(a.end, a.garbage);
-  return p.windows.length === 0 ? { revision, buffer, layout, descriptions: p.descriptions } : { revision, buffer, layout, descriptions: p.descriptions, windows: p.windows };
+  return p.windows.length === 0
+    ? { revision, buffer, layout, descriptions: p.descriptions }
+    : { revision, buffer, layout, descriptions: p.descriptions, windows: p.windows };
 }
 
 /** Every packed array of the parts, in the image's order. */
@@ -103,7 +105,17 @@ export function partsOf(image: GraphImage): AdoptedParts {
   };
   const [rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm] = [relation(), relation(), relation(), relation()];
   if (rolesOfUser === undefined || permsOfRole === undefined) throw new Error('a graph image without its forward relations');
-  return { userNames, roleNames, permNames, rolesOfUser, membersOfRole, permsOfRole, rolesOfPerm, descriptions: [...image.descriptions], windows: image.windows ?? [] };
+  return {
+    userNames,
+    roleNames,
+    permNames,
+    rolesOfUser,
+    membersOfRole,
+    permsOfRole,
+    rolesOfPerm,
+    descriptions: [...image.descriptions],
+    windows: image.windows ?? [],
+  };
 }
 
 /** Whether a value is a graph image (a pool thread may move its buffer instead of copying it). */

@@ -54,10 +54,7 @@ export class TenantGraph {
    */
   constructor(revision = 0, parts: AdoptedParts = emptyParts(), clock: MicroClock = wallMicros) {
     this.#revision = revision;
-    this.#rel = new GraphRelations(parts, clock, {
-      holdersChanged: (p) => this.#holderLists.delete(p),
-      permissionsChanged: () => this.#resourceLists.clear(),
-    });
+    this.#rel = new GraphRelations(parts, clock, { holders: this.#holderLists, resources: this.#resourceLists });
     this.#userNames = parts.userNames;
     this.#roleNames = parts.roleNames;
     this.#permNames = parts.permNames;
@@ -281,20 +278,35 @@ export class TenantGraph {
   rolePermissions(role: string): readonly string[] | undefined {
     const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`rp\0${role}`, () => namesOf(this.#activeOf(this.#permsOfRole, r, (p, now, w) => w.grantOpen(r, p as PermId, now)), this.#permNames).sort(byCodePoint));
+    return this.#memoised(`rp\0${role}`, () =>
+      namesOf(
+        this.#activeOf(this.#permsOfRole, r, (p, now, w) => w.grantOpen(r, p as PermId, now)),
+        this.#permNames,
+      ).sort(byCodePoint),
+    );
   }
 
   /** Members of a role active now, sorted (as they are stored); undefined when the role does not exist. */
   members(role: string): readonly string[] | undefined {
     const r = this.#roleNames.id(role);
     if (r === undefined) return undefined;
-    return this.#memoised(`m\0${role}`, () => namesOf(this.#activeOf(this.#rel.membersOfRole, r, (u, now, w) => w.memberOpen(r, u as UserId, now)), this.#userNames));
+    return this.#memoised(`m\0${role}`, () =>
+      namesOf(
+        this.#activeOf(this.#rel.membersOfRole, r, (u, now, w) => w.memberOpen(r, u as UserId, now)),
+        this.#userNames,
+      ),
+    );
   }
 
   userRoles(user: string): readonly string[] {
     const u = this.#userNames.id(user);
     if (u === undefined) return [];
-    return this.#memoised(`ur\0${user}`, () => namesOf(this.#activeOf(this.#rolesOfUser, u, (r, now, w) => w.memberOpen(r as RoleId, u, now)), this.#roleNames).sort(byCodePoint));
+    return this.#memoised(`ur\0${user}`, () =>
+      namesOf(
+        this.#activeOf(this.#rolesOfUser, u, (r, now, w) => w.memberOpen(r as RoleId, u, now)),
+        this.#roleNames,
+      ).sort(byCodePoint),
+    );
   }
 
   userPermissions(user: string): readonly string[] {
@@ -311,7 +323,12 @@ export class TenantGraph {
   whichRolesCan(permission: string): readonly string[] {
     const p = this.#permNames.id(permission);
     if (p === undefined) return [];
-    return this.#memoised(`wr\0${permission}`, () => namesOf(this.#activeOf(this.#rel.rolesOfPerm, p, (r, now, w) => w.grantOpen(r as RoleId, p, now)), this.#roleNames).sort(byCodePoint));
+    return this.#memoised(`wr\0${permission}`, () =>
+      namesOf(
+        this.#activeOf(this.#rel.rolesOfPerm, p, (r, now, w) => w.grantOpen(r as RoleId, p, now)),
+        this.#roleNames,
+      ).sort(byCodePoint),
+    );
   }
 
   /**
@@ -324,7 +341,14 @@ export class TenantGraph {
     if (p === undefined) return [];
     this.#forgetPassedWindows();
     let list = this.#holderLists.get(p);
-    if (list === undefined) this.#holderLists.set(p, (list = this.#windows === undefined ? namesOf(holdersOf(p, this.#rel.rolesOfPerm, this.#rel.membersOfRole, this.#userNames), this.#userNames) : this.#holdersNow(p)));
+    if (list === undefined)
+      this.#holderLists.set(
+        p,
+        (list =
+          this.#windows === undefined
+            ? namesOf(holdersOf(p, this.#rel.rolesOfPerm, this.#rel.membersOfRole, this.#userNames), this.#userNames)
+            : this.#holdersNow(p)),
+      );
     return list;
   }
 

@@ -54,6 +54,16 @@ export interface Preview {
   readonly truncated: boolean;
 }
 
+/**
+ * An item the route could not make a change of (a malformed window, an `expires_at` already
+ * past): it answers 400 with `error` in its place, and fails the batch like any refusal.
+ */
+export interface InvalidItem {
+  readonly invalid: string;
+}
+
+export type PreviewItem = Change | InvalidItem;
+
 export interface PreviewOptions {
   /** At most this many pairs in `gained` and in `lost` (the counts stay exact). */
   readonly listLimit?: number;
@@ -76,8 +86,8 @@ export class PreviewOutdatedError extends Error {
 }
 
 /** The preview, computed at once (a batch known to be small, or a thread of its own). */
-export function preview(graph: PreviewGraph, changes: readonly Change[], nowMicros: number, options: PreviewOptions = {}): Preview {
-  const steps = previewSteps(graph, changes, nowMicros, options);
+export function preview(graph: PreviewGraph, items: readonly PreviewItem[], nowMicros: number, options: PreviewOptions = {}): Preview {
+  const steps = previewSteps(graph, items, nowMicros, options);
   for (;;) {
     const step = steps.next();
     if (step.done) return step.value;
@@ -90,10 +100,10 @@ export function preview(graph: PreviewGraph, changes: readonly Change[], nowMicr
  * meanwhile; when a write lands between two slices the preview fails with
  * {@link PreviewOutdatedError} (compute it again at the new revision).
  */
-export async function previewAsync(graph: PreviewGraph, changes: readonly Change[], nowMicros: number, options: PreviewOptions = {}): Promise<Preview> {
+export async function previewAsync(graph: PreviewGraph, items: readonly PreviewItem[], nowMicros: number, options: PreviewOptions = {}): Promise<Preview> {
   const sliceMillis = options.sliceMillis ?? DEFAULT_SLICE_MILLIS;
   const revision = graph.revision;
-  const steps = previewSteps(graph, changes, nowMicros, options);
+  const steps = previewSteps(graph, items, nowMicros, options);
   let sliceStart = performance.now();
   for (;;) {
     const step = steps.next();
@@ -106,18 +116,14 @@ export async function previewAsync(graph: PreviewGraph, changes: readonly Change
 }
 
 /** The preview as steps: each `yield` ends a bounded unit of work, a point where the caller may pause. */
-export function* previewSteps(graph: PreviewGraph, changes: readonly Change[], nowMicros: number, options: PreviewOptions = {}): Generator<void, Preview> {
+export function* previewSteps(graph: PreviewGraph, items: readonly PreviewItem[], nowMicros: number, options: PreviewOptions = {}): Generator<void, Preview> {
   const edits = new BatchEdits(graph);
   const results: ItemResult[] = [];
   let failed = false;
-  for (const change of changes) {
-    if (failed) {
-      results.push({ status: 424 });
-      continue;
-    }
-    const why = edits.apply(change);
-    failed = why !== undefined;
-    results.push(why === undefined ? { status: successStatus(change) } : { status: ERRORS[why.code].status, error: why.message });
+  for (const item of items) {
+    if (failed) results.push({ status: 424 });
+    else results.push('invalid' in item ? { status: 400, error: item.invalid } : edits.apply(item));
+    failed = (results.at(-1)?.status ?? 0) >= 400;
   }
   if (failed) return { valid: false, results, gained: [], lost: [], gained_count: 0, lost_count: 0, truncated: false };
   const difference: Difference = yield* differenceSteps(graph, edits.roles, nowMicros, options.listLimit ?? PREVIEW_LIST_LIMIT);
@@ -126,6 +132,10 @@ export function* previewSteps(graph: PreviewGraph, changes: readonly Change[], n
 
 function successStatus(change: Change): number {
   return change.op === 'role.create' || change.op === 'permission.grant' || change.op === 'membership.add' ? 201 : 200;
+}
+
+function resultOf(change: Change, why: Refusal | undefined): ItemResult {
+  return why === undefined ? { status: successStatus(change) } : { status: ERRORS[why.code].status, error: why.message };
 }
 
 // ---- the batch's edits over the graph ----------------------------------------------------------
@@ -154,8 +164,13 @@ class BatchEdits {
     this.#graph = graph;
   }
 
+  /** The item's answer: its refusal, or its success once applied. */
+  apply(change: Change): ItemResult {
+    return resultOf(change, this.#apply(change));
+  }
+
   /** Why `change` would be refused now, or undefined once it has been applied. */
-  apply(change: Change): Refusal | undefined {
+  #apply(change: Change): Refusal | undefined {
     const roleExists = this.roles.get(change.role)?.exists ?? this.#graph.hasRole(change.role);
     switch (change.op) {
       case 'role.create':

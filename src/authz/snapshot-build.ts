@@ -82,7 +82,12 @@ export function buildFromSnapshot(s: Snapshot): GraphParts {
  * order leaves every role's members sorted by name without comparing a name. Grants and
  * memberships naming an unknown role are ignored, as the changes would be.
  */
-export function buildFromRows(roles: Snapshot['roles'], grants: Snapshot['grants'], memberships: Memberships, windows: readonly WindowedEdge[] = []): GraphParts {
+export function buildFromRows(
+  roles: Snapshot['roles'],
+  grants: Snapshot['grants'],
+  memberships: Memberships,
+  windows: readonly WindowedEdge[] = [],
+): GraphParts {
   const parts = { ...emptyParts(), windows };
   const { roleNames, descriptions } = parts;
   for (const [role, description] of roles) {

@@ -27,7 +27,7 @@ const REFUSAL_CODES: ReadonlySet<string> = new Set<RefusalCode>([
   'ERR_AUTHZ_MEMBERSHIP_NOT_FOUND',
 ]);
 
-/** Whether `code` is one a change is refused with (not a request's precondition, ERR_PRECONDITION_FAILED). */
+/** Whether `code` is one a change is refused with (not a request's precondition, ERR_CONSISTENCY_PRECONDITION_FAILED). */
 export function isRefusalCode(code: string): code is RefusalCode {
   return REFUSAL_CODES.has(code);
 }

@@ -1,141 +1,8 @@
 /**
- * Typed HTTP client of the rbac-gateway API (docs/api.md §6). Used by the tests, the benchmark and
+ * Typed HTTP client of the rbac-gateway API (docs/api.md §6, §12). Used by the tests, the benchmark and
  * by services that call the gateway. Every call resolves with the full answer (status, headers,
  * parsed body); it never throws on an error status, so callers can assert on 4xx/5xx as values.
  */
-
-export interface SuccessEnvelope<T> {
-  success: true;
-  code: number;
-  message: string;
-  data: T;
-  timestamp: string;
-  next_cursor?: string;
-}
-
-export interface ErrorEnvelope {
-  success: false;
-  code: number;
-  message: string;
-  error: string;
-  timestamp: string;
-}
-
-export interface ApiResult<T> {
-  /** HTTP status. */
-  status: number;
-  ok: boolean;
-  headers: Headers;
-  /** Parsed JSON body (undefined when the body was empty or not JSON). */
-  body: SuccessEnvelope<T> | ErrorEnvelope | undefined;
-  /** `data` of a success envelope. */
-  data: T | undefined;
-  /** `error` of an error envelope. */
-  error: string | undefined;
-  /** `X-Authz-Revision`, when sent. */
-  revision: number | undefined;
-  nextCursor: string | undefined;
-  requestId: string | null;
-}
-
-export interface CallOptions {
-  /** Sent as `X-Authz-Min-Revision`. */
-  minRevision?: number;
-  requestId?: string;
-  headers?: Record<string, string>;
-}
-
-export interface PageOptions extends CallOptions {
-  limit?: number;
-  cursor?: string;
-}
-
-export interface Role {
-  role: string;
-  description: string;
-}
-export interface RoleCreated extends Role {
-  revision: number;
-}
-export interface RoleDeleted {
-  role: string;
-  permissions_removed: number;
-  memberships_removed: number;
-  revision: number;
-}
-export interface GrantChange {
-  role: string;
-  permission: string;
-  revision: number;
-}
-export interface MembershipChange {
-  user: string;
-  role: string;
-  revision: number;
-}
-export interface CheckItem {
-  user: string;
-  permission: string;
-}
-export interface CheckResult {
-  results: Array<CheckItem & { has_permission: boolean }>;
-  all: boolean;
-  any: boolean;
-}
-
-export interface IssuedToken {
-  token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  scope: 'read' | 'write';
-}
-
-export interface AuditRow {
-  id: number;
-  timestamp: string;
-  action: string;
-  resource: string;
-  status: number;
-  /** Only on successful writes. */
-  revision?: number;
-  credential: string;
-  request_id: string;
-  ip: string;
-}
-
-export interface WorkflowScheduled {
-  workflow: string;
-  interval_seconds: number;
-  webhook_url: string | null;
-  /** `whsec_…`: verifies the webhook deliveries (Standard Webhooks); shown only in this answer. */
-  webhook_secret: string;
-}
-
-export interface WorkflowSchedule {
-  workflow: string;
-  interval_seconds: number;
-  webhook_url: string | null;
-  last_run_at: string | null;
-}
-
-export interface WorkflowRun {
-  run_at: string;
-  revision: number;
-  users_count: number;
-  added: string[];
-  removed: string[];
-  delivery: { status: 'none' | 'pending' | 'delivered' | 'failed'; attempts: number; last_status: number | null };
-}
-
-export interface ClientOptions {
-  /** For example `http://127.0.0.1:5000`. */
-  baseUrl: string;
-  /** Client key (UUID v4) or token, sent as the bearer credential. */
-  key?: string;
-  /** Called with every answer (after its body is read): for logging, metrics or contract checks. */
-  onResponse?: (method: string, path: string, result: ApiResult<unknown>) => void;
-}
-
 import type {
   ActionSearchRequest,
   AuthzenEntity,
@@ -148,8 +15,38 @@ import type {
   SearchPage,
   SubjectSearchRequest,
 } from './authzen.ts';
+import { batchBody, ifMatchHeader, windowBody, type BatchApplied, type BatchWrite, type Preview, type WindowEntry, type WindowInput } from './timed.ts';
+import type {
+  ApiResult,
+  AuditRow,
+  CallOptions,
+  ChangeRow,
+  CheckItem,
+  CheckResult,
+  ClientOptions,
+  ErrorEnvelope,
+  GrantChange,
+  IssuedToken,
+  MembershipChange,
+  PageOptions,
+  Role,
+  RoleCreated,
+  RoleDeleted,
+  SuccessEnvelope,
+  Windowed,
+  WorkflowRun,
+  WorkflowSchedule,
+  WorkflowScheduled,
+  WriteOptions,
+} from './types.ts';
 
 export type * from './authzen.ts';
+export type * from './types.ts';
+export type * from './timed.ts';
+export { rfc3339 } from './timed.ts';
+
+/** The options of a grant or membership write: its window (docs/api.md §12.1) and If-Match. */
+export type EdgeWriteOptions = WriteOptions & WindowInput;
 
 /** An AuthZEN answer: `value` is the 200 body (AuthZEN's own shape); errors come as in {@link ApiResult}. */
 export type PdpResult<T> = ApiResult<never> & { value: T | undefined };
@@ -178,11 +75,12 @@ export class RbacClient {
   async request<T = unknown>(
     method: string,
     path: string,
-    options: CallOptions & { body?: unknown; rawBody?: string | Uint8Array; contentType?: string } = {},
+    options: WriteOptions & { body?: unknown; rawBody?: string | Uint8Array; contentType?: string } = {},
   ): Promise<ApiResult<T>> {
     const headers: Record<string, string> = { ...options.headers };
     if (this.key !== undefined && headers.authorization === undefined) headers.authorization = `Bearer ${this.key}`;
     if (options.minRevision !== undefined) headers['x-authz-min-revision'] = String(options.minRevision);
+    if (options.ifMatch !== undefined) headers['if-match'] = ifMatchHeader(options.ifMatch);
     if (options.requestId !== undefined) headers['x-request-id'] = options.requestId;
     let body: string | Uint8Array | undefined;
     if (options.rawBody !== undefined) body = options.rawBody;
@@ -217,7 +115,8 @@ export class RbacClient {
     if (options.limit !== undefined) query.set('limit', String(options.limit));
     if (options.cursor !== undefined) query.set('cursor', options.cursor);
     const qs = query.toString();
-    return this.request<T>('GET', qs.length > 0 ? `${path}?${qs}` : path, options);
+    if (qs.length === 0) return this.request<T>('GET', path, options);
+    return this.request<T>('GET', `${path}${path.includes('?') ? '&' : '?'}${qs}`, options);
   }
 
   /** Follows `next_cursor` until the list is complete; throws on an error status. */
@@ -250,35 +149,58 @@ export class RbacClient {
   listRoles(options?: PageOptions): Promise<ApiResult<Role[]>> {
     return this.page('/api/roles', options);
   }
-  createRole(role: string, body?: { description?: string }, options?: CallOptions): Promise<ApiResult<RoleCreated>> {
+  createRole(role: string, body?: { description?: string }, options?: WriteOptions): Promise<ApiResult<RoleCreated>> {
     return this.request('POST', `/api/role/${seg(role)}`, body === undefined ? { ...options } : { ...options, body });
   }
-  deleteRole(role: string, options?: CallOptions): Promise<ApiResult<RoleDeleted>> {
+  deleteRole(role: string, options?: WriteOptions): Promise<ApiResult<RoleDeleted>> {
     return this.request('DELETE', `/api/role/${seg(role)}`, options);
   }
-  roleHasPermission(role: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean }>> {
+  /** Whether the role holds the permission now; the grant's window whenever it has one. */
+  roleHasPermission(role: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean } & Windowed>> {
     return this.request('GET', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
-  grant(role: string, permission: string, options?: CallOptions): Promise<ApiResult<GrantChange>> {
-    return this.request('POST', `/api/permission/${seg(role)}/${seg(permission)}`, options);
+  /** Grants the permission, for good or within `notBefore`/`expiresAt`; 409 when the grant exists (even pending). */
+  grant(role: string, permission: string, options?: EdgeWriteOptions): Promise<ApiResult<GrantChange>> {
+    return this.edgeWrite('POST', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
-  revoke(role: string, permission: string, options?: CallOptions): Promise<ApiResult<GrantChange>> {
+  /** Grants the permission or replaces its window: 201 granted, 200 replaced; no bound given makes it permanent. */
+  putGrant(role: string, permission: string, options?: EdgeWriteOptions): Promise<ApiResult<GrantChange>> {
+    return this.edgeWrite('PUT', `/api/permission/${seg(role)}/${seg(permission)}`, options);
+  }
+  revoke(role: string, permission: string, options?: WriteOptions): Promise<ApiResult<GrantChange>> {
     return this.request('DELETE', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
-  rolePermissions(role: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string }>>> {
+  /** The role's active grants, each with its window when it has one. */
+  rolePermissions(role: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string } & Windowed>>> {
     return this.page(`/api/role_permissions/${seg(role)}`, options);
   }
-  isMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<{ is_member: boolean }>> {
+  /** Whether the user is a member now; the membership's window whenever it has one. */
+  isMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<{ is_member: boolean } & Windowed>> {
     return this.request('GET', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
-  addMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<MembershipChange>> {
-    return this.request('POST', `/api/membership/${seg(user)}/${seg(role)}`, options);
+  /** Adds the user, for good or within `notBefore`/`expiresAt`; 409 when a member (even pending). */
+  addMember(user: string, role: string, options?: EdgeWriteOptions): Promise<ApiResult<MembershipChange>> {
+    return this.edgeWrite('POST', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
-  removeMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<MembershipChange>> {
+  /** Adds the user or replaces the membership's window: 201 added, 200 replaced; no bound given makes it permanent. */
+  putMembership(user: string, role: string, options?: EdgeWriteOptions): Promise<ApiResult<MembershipChange>> {
+    return this.edgeWrite('PUT', `/api/membership/${seg(user)}/${seg(role)}`, options);
+  }
+  removeMember(user: string, role: string, options?: WriteOptions): Promise<ApiResult<MembershipChange>> {
     return this.request('DELETE', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
-  members(role: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
+  /** The role's active members, each with its window when it has one. */
+  members(role: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string } & Windowed>>> {
     return this.page(`/api/members/${seg(role)}`, options);
+  }
+  /**
+   * A grant or membership written with its window as the body: a POST without a bound sends no
+   * body (the plain write), a PUT always sends one (`{}` makes the edge permanent).
+   */
+  private edgeWrite<T>(method: 'POST' | 'PUT', path: string, options: EdgeWriteOptions = {}): Promise<ApiResult<T>> {
+    const window = windowBody(options);
+    if (method === 'POST' && Object.keys(window).length === 0) return this.request(method, path, options);
+    return this.request(method, path, { ...options, body: window });
   }
   hasPermission(user: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean }>> {
     return this.request('GET', `/api/has_permission/${seg(user)}/${seg(permission)}`, options);
@@ -286,7 +208,7 @@ export class RbacClient {
   userPermissions(user: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string }>>> {
     return this.page(`/api/user_permissions/${seg(user)}`, options);
   }
-  userRoles(user: string, options?: PageOptions): Promise<ApiResult<Array<{ role: string }>>> {
+  userRoles(user: string, options?: PageOptions): Promise<ApiResult<Array<{ role: string } & Windowed>>> {
     return this.page(`/api/user_roles/${seg(user)}`, options);
   }
   whichUsersCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
@@ -299,8 +221,24 @@ export class RbacClient {
     return this.request('POST', '/api/check', { ...options, body: { checks } });
   }
   /** Mints a signed token (the credential must be a client key). */
-  issueToken(body?: { scope?: 'read' | 'write'; ttl_seconds?: number }, options?: CallOptions): Promise<ApiResult<IssuedToken>> {
+  issueToken(body?: { scope?: 'read' | 'write'; ttl_seconds?: number }, options?: WriteOptions): Promise<ApiResult<IssuedToken>> {
     return this.request('POST', '/api/token', body === undefined ? { ...options } : { ...options, body });
+  }
+  /** The client's changes after revision `since` (default 0), ascending; the items of one batch share a revision. */
+  changes(since?: number, options?: PageOptions): Promise<ApiResult<ChangeRow[]>> {
+    return this.page(since === undefined ? '/api/changes' : `/api/changes?since=${since}`, options);
+  }
+  /** Every grant and membership with a boundary ahead (pending, or active with an end), by that boundary. */
+  windows(options?: PageOptions): Promise<ApiResult<WindowEntry[]>> {
+    return this.page('/api/windows', options);
+  }
+  /** Makes every write of `batch`, in order, at one new revision, or none of them (docs/api.md §12.2). */
+  writes(batch: readonly BatchWrite[], options?: WriteOptions): Promise<ApiResult<BatchApplied>> {
+    return this.request('POST', '/api/writes', { ...options, body: batchBody(batch) });
+  }
+  /** What `writes(batch)` would do now, storing nothing (docs/api.md §12.3); a read token may ask. */
+  dryRun(batch: readonly BatchWrite[], options?: CallOptions): Promise<ApiResult<Preview>> {
+    return this.request('POST', '/api/dry-run', { ...options, body: batchBody(batch) });
   }
   /** The client's audit rows, newest first. */
   audit(options?: PageOptions): Promise<ApiResult<AuditRow[]>> {
@@ -317,14 +255,14 @@ export class RbacClient {
   scheduleWorkflow(
     workflow: string,
     body: { interval_seconds: number; webhook_url?: string | null },
-    options?: CallOptions,
+    options?: WriteOptions,
   ): Promise<ApiResult<WorkflowScheduled>> {
     return this.request('POST', `/api/workflow/schedule/${seg(workflow)}`, { ...options, body });
   }
   schedules(options?: PageOptions): Promise<ApiResult<WorkflowSchedule[]>> {
     return this.page('/api/workflow/schedules', options);
   }
-  unscheduleWorkflow(workflow: string, options?: CallOptions): Promise<ApiResult<{ workflow: string }>> {
+  unscheduleWorkflow(workflow: string, options?: WriteOptions): Promise<ApiResult<{ workflow: string }>> {
     return this.request('DELETE', `/api/workflow/schedule/${seg(workflow)}`, { ...options });
   }
   explain(user: string, permission: string, options?: CallOptions): Promise<ApiResult<Explanation>> {

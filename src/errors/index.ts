@@ -106,7 +106,7 @@ export const ERRORS = {
     message: (p: MembershipParams) => `User '${p.user}' is not a member of role '${p.role}'`,
   },
   /** If-Match named a revision the client is no longer (or not yet) at (docs/api.md §12.4). */
-  ERR_PRECONDITION_FAILED: {
+  ERR_CONSISTENCY_PRECONDITION_FAILED: {
     status: 412,
     retryable: false,
     message: (p: { readonly expected: number; readonly current: number }) => `If-Match "${p.expected}" does not match the current revision ${p.current}`,

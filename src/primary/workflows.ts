@@ -22,7 +22,7 @@ export interface RunningScheduler {
 }
 
 /**
- * The workflow scheduler of this instance (docs/api.md §12): its own store thread (so a run, which
+ * The workflow scheduler of this instance (docs/api.md §16): its own store thread (so a run, which
  * reads a whole permission's holders, never runs on an HTTP worker's event loop or pool) and the
  * webhook sender, under the lease every instance of one database competes for.
  */

@@ -98,7 +98,11 @@ export const SYSTEM_CREDENTIAL = 'system';
 
 /** If-Match did not match (docs/api.md §12.4): the request as a whole is refused, no change named. */
 export function preconditionFailed(expected: number, current: number): WriteRefused {
-  return { ok: false, error: { code: 'ERR_PRECONDITION_FAILED', message: errorMessage('ERR_PRECONDITION_FAILED', { expected, current }) }, revision: current };
+  return {
+    ok: false,
+    error: { code: 'ERR_CONSISTENCY_PRECONDITION_FAILED', message: errorMessage('ERR_CONSISTENCY_PRECONDITION_FAILED', { expected, current }) },
+    revision: current,
+  };
 }
 
 /** Thrown by an adapter asked to write a boundary change: only commitBoundaries commits those. */

@@ -1,11 +1,11 @@
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
-import type { BoundaryChange, Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
+import type { BoundaryCommitted, Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import { buffersOf, isGraphImage, type GraphImage } from '../authz/graph-image.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
-export type { WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
+export type { BoundaryCommitted, WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
 export type { RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
 export type { AuditPosition } from '../audit/record.ts';
 
@@ -67,15 +67,6 @@ export interface TenantStore {
    * left alone). Answers what it committed, in commit order.
    */
   commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
-}
-
-/** A boundary change that {@link TenantStore.commitBoundaries} committed. */
-export interface BoundaryCommitted {
-  readonly tenant: TenantId;
-  readonly revision: number;
-  readonly change: BoundaryChange;
-  /** The boundary (wire timestamp format): the changelog row's time. */
-  readonly at: string;
 }
 
 /** The audit trail. */
@@ -155,7 +146,7 @@ export interface PendingWrite {
   readonly tenant: TenantId;
   /** In order; one or more (an atomic batch, docs/api.md §12.2). */
   readonly changes: readonly Change[];
-  /** If-Match (docs/api.md §12.4): commit only while the tenant is at this revision, else refuse with ERR_PRECONDITION_FAILED. */
+  /** If-Match (docs/api.md §12.4): commit only while the tenant is at this revision, else refuse with ERR_CONSISTENCY_PRECONDITION_FAILED. */
   readonly ifMatch?: number | undefined;
   /**
    * The request's audit row, committed with the changes when they commit (never with a refusal):

@@ -1,5 +1,5 @@
 /**
- * AUTH_WEBHOOK_ALLOWED_HOSTS (docs/operations.md §1, docs/api.md §12): the only hosts a workflow webhook may call.
+ * AUTH_WEBHOOK_ALLOWED_HOSTS (docs/operations.md §1, docs/api.md §16): the only hosts a workflow webhook may call.
  * Checked when a schedule is created (a refusal is a 400) and again before every delivery, since
  * the setting may have changed since.
  */

@@ -2,7 +2,7 @@ import type { AuditRecord } from '../audit/record.ts';
 import type { TenantId } from '../authz/tenant.ts';
 
 /**
- * The records of scheduled workflow checks (docs/api.md §12). A workflow is
+ * The records of scheduled workflow checks (docs/api.md §16). A workflow is
  * a permission name; a schedule answers, every interval, who can run it and who gained or lost it
  * since the previous run. Shared by the store (which keeps them), the HTTP routes and the
  * scheduler.

@@ -1,7 +1,12 @@
 import type { Logger, LogMessage } from '../log/index.ts';
 import { every, type Clock, type Repeating, type Timer } from '../time/clock.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, WorkflowStore } from './records.ts';
-import type { BoundaryCommitted, TenantStore } from '../store/port.ts';
+import type { BoundaryCommitted } from '../authz/changes.ts';
+
+/** The store's commit of passed window boundaries (TenantStore.commitBoundaries, docs/api.md §12.1). */
+export interface BoundaryStore {
+  commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
+}
 
 /** What the scheduler reports (the primary's metrics); every call is cheap and never throws. */
 export interface SchedulerEvents {
@@ -13,8 +18,7 @@ export interface SchedulerEvents {
 }
 
 export interface SchedulerOptions {
-  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'> &
-    Pick<TenantStore, 'commitBoundaries'>;
+  readonly store: Pick<WorkflowStore, 'takeLease' | 'releaseLease' | 'dueSchedules' | 'runSchedule' | 'claimDeliveries' | 'recordDelivery'> & BoundaryStore;
   /** Makes one delivery attempt and says what to record on the run (it never throws). */
   readonly deliver: (job: DeliveryJob) => Promise<DeliveryUpdate>;
   /** Names this process in the lease (host, pid and a random part: unique across restarts). */
@@ -42,7 +46,7 @@ const DELIVERY_CLAIM_MS = 15_000;
 const STOP_GRACE_MS = 2_000;
 
 /**
- * The workflow scheduler (docs/api.md §12), run in the primary: it owns no socket and no graph;
+ * The workflow scheduler (docs/api.md §16), run in the primary: it owns no socket and no graph;
  * its leader also commits the boundaries of timed grants and memberships as they pass (§12.1),
  * before the runs of the same tick, so that a run sees an expiry that came due before it;
  * runs are made by the store in one transaction each, off this event loop (pool threads).

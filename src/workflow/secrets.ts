@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** 32 bytes: above the 24 the Standard Webhooks secret format asks for (docs/api.md §12). */
+/** 32 bytes: above the 24 the Standard Webhooks secret format asks for (docs/api.md §16). */
 const SECRET_BYTES = 32;
 /** 16 bytes: as unguessable as a UUID, without being shaped like one (see newWebhookId). */
 const ID_BYTES = 16;

@@ -8,7 +8,7 @@ import { effectivePort, type WebhookHosts } from './allowed-hosts.ts';
 import type { DeliveryJob, DeliveryUpdate, RunEntry } from './records.ts';
 
 /**
- * The webhook sender (docs/api.md §12): one signed POST per attempt, to an address checked just
+ * The webhook sender (docs/api.md §16): one signed POST per attempt, to an address checked just
  * before connecting, and the retry policy applied to its outcome.
  */
 
@@ -100,7 +100,7 @@ export async function deliverOnce(target: WebhookTarget, hosts: WebhookHosts, ti
 }
 
 /**
- * The JSON body of a run's deliveries (docs/api.md §12), with exactly these keys in this order;
+ * The JSON body of a run's deliveries (docs/api.md §16), with exactly these keys in this order;
  * the same text on every retry, so its signature covers what the receiver parses.
  */
 export function webhookBody(run: RunEntry): string {

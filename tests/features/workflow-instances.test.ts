@@ -1,5 +1,5 @@
 /**
- * Workflow schedules across instances (docs/api.md §12: "one run per interval per schedule across
+ * Workflow schedules across instances (docs/api.md §16: "one run per interval per schedule across
  * all instances"): two instances on one fresh PostgreSQL database and Redis run a 2 s schedule;
  * every run happens once, never twice, and each is delivered under one webhook-id; then the
  * instance holding the scheduler lease is killed (SIGKILL) and the survivor runs on. How close to

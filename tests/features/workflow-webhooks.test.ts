@@ -1,5 +1,5 @@
 /**
- * Workflow webhooks (docs/api.md §12), black-box against the real service and a loopback
+ * Workflow webhooks (docs/api.md §16), black-box against the real service and a loopback
  * receiver that checks every delivery with the `standardwebhooks` package: the signed body of
  * each run; retries with the same webhook-id after about 1 s, 5 s and 25 s, then `delivered` or
  * `failed` on the run; an answer later than 5 s and a redirect (never followed) are failures;

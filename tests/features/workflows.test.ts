@@ -1,5 +1,5 @@
 /**
- * The workflow routes (docs/api.md §6, §12), black-box against the real service: who can run a
+ * The workflow routes (docs/api.md §6, §16), black-box against the real service: who can run a
  * workflow, creating, replacing, listing and deleting schedules, every refusal of a schedule body
  * (interval bounds against AUTH_WORKFLOW_MIN_INTERVAL_SECONDS, webhook hosts against
  * AUTH_WEBHOOK_ALLOWED_HOSTS), isolation between clients, the client's revision left alone, the

@@ -1,5 +1,5 @@
 /**
- * A loopback receiver of workflow webhooks (docs/api.md §12): node:http on 127.0.0.1, a port of
+ * A loopback receiver of workflow webhooks (docs/api.md §16): node:http on 127.0.0.1, a port of
  * the kernel's choice. Every request is recorded as it arrived (headers, raw body, time), and
  * answered by the behaviour set for its path (default 200), so that one receiver serves several
  * schedules, each with its own URL and its own way of failing. Signatures are checked with the

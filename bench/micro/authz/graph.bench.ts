@@ -15,7 +15,7 @@ const ds = generate({
   seed: 42,
 });
 const graph = new TenantGraph();
-ds.changes.forEach((c, i) => graph.apply(c, i + 1));
+ds.changes.forEach((c, i) => graph.apply([c], i + 1));
 const sample = probes(ds, 4_096, 0.2, 7);
 let i = 0;
 

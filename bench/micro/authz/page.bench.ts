@@ -6,7 +6,7 @@ import type { MicroTask } from '../task.ts';
 
 const ds = generate({ users: 100, roles: 10, permissions: 100, rolesPerUser: 2, grantsPerRole: [2, 5], clients: 1, hotHolders: 10_000, pareto: 1.2, seed: 42 });
 const graph = new TenantGraph();
-ds.changes.forEach((c, i) => graph.apply(c, i + 1));
+ds.changes.forEach((c, i) => graph.apply([c], i + 1));
 const holders = graph.whichUsersCan(HOT_PERMISSION);
 const afters = [undefined, ...Array.from({ length: 9 }, (_, k) => holders[(k + 1) * 1000 - 1])];
 let i = 0;

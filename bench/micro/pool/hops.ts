@@ -17,8 +17,9 @@ const N = 2_000;
 const PACE_MS = 2.5;
 const SELF = fileURLToPath(import.meta.url);
 
-/** A change message as the fan-out carries it, and a batch of one write as the pool gets it. */
-const change = (i: number): object => ({ v: 1, tenant: 'a'.repeat(64), revision: i, change: { op: 'permission.grant', role: 'r', permission: `p${i}` } });
+/** A write request of one change, a change message as the fan-out carries it, and a batch of one write as the pool gets it. */
+const grantOf = (i: number): object => ({ op: 'permission.grant', role: 'r', permission: `p${i}` });
+const change = (i: number): object => ({ v: 1, tenant: 'a'.repeat(64), revision: i, changes: [grantOf(i)] });
 
 /** CPU microseconds of this process while `fn` runs `N` times, per iteration. */
 async function perIteration(fn: (i: number) => Promise<unknown>, paced: boolean): Promise<number> {
@@ -40,7 +41,7 @@ async function main(): Promise<void> {
 
   const pool = new Piscina({ filename: new URL('./hops-task.ts', import.meta.url).href, name: 'echo', minThreads: 1, maxThreads: 1 });
   try {
-    const run = (i: number): Promise<unknown> => pool.run({ kind: 'writeMany', writes: [{ tenant: 'a'.repeat(64), change: change(i) }] });
+    const run = (i: number): Promise<unknown> => pool.run({ kind: 'writeMany', writes: [{ tenant: 'a'.repeat(64), changes: [grantOf(i)] }] });
     for (let i = 0; i < 100; i++) await run(i);
     rows.push(['piscina round trip (a one-write batch, echoed)', us(await perIteration(run, false)), us((await perIteration(run, true)) - timer)]);
   } finally {

@@ -29,6 +29,15 @@ function parametersOf(r: Route): object[] {
       { name: 'cursor', in: 'query', required: false, schema: { type: 'string' }, description: 'next_cursor of the previous page' },
     );
   }
+  if (r.kind === 'write') {
+    parameters.push({
+      name: 'If-Match',
+      in: 'header',
+      required: false,
+      description: 'Write only while the client is at this revision, quoted as X-Authz-Revision gives it ("7"), or * (any): else 412',
+      schema: { type: 'string' },
+    });
+  }
   parameters.push(
     {
       name: 'X-Authz-Min-Revision',
@@ -51,6 +60,7 @@ function responsesOf(r: Route): Record<string, object> {
   };
   if (r.notFound !== undefined) responses[404] = r.notFound;
   if (r.kind === 'write' && r.method === 'POST') responses[409] = 'Already exists';
+  if (r.kind === 'write') responses[412] = 'If-Match named another revision than the current one';
   if (r.badRequest !== undefined) responses[400] = r.badRequest;
   if (accessOf(r) === 'write') responses[403] = "A token of scope 'read'";
   if (accessOf(r) === 'key') responses[403] = 'A token (only client keys mint tokens)';
@@ -59,9 +69,10 @@ function responsesOf(r: Route): Record<string, object> {
     responses[413] = 'Body too large';
     responses[415] = 'Body is not JSON';
   }
-  const out: Record<string, object> = {
-    [r.status]: plainJson(r.message, envelope(data[r.data], isPaged(r)), HEADER.revision(true)),
-  };
+  const success = plainJson(r.message, envelope(data[r.data], isPaged(r)), HEADER.revision(true));
+  const out: Record<string, object> = { [r.status]: success };
+  // A PUT answers 201 when it created its edge, 200 when it replaced the window of one that existed.
+  if (r.kind === 'write' && r.statusOf !== undefined) out[200] = success;
   for (const [status, text] of Object.entries(responses)) out[status] = error(text, errorHeaders(Number(status), true));
   return out;
 }
@@ -124,7 +135,10 @@ export function buildOpenApi(routes: readonly Route[]): object {
       security: [{ bearer: [] }],
     };
     if (r.body !== undefined && r.body !== 'none') {
-      op.requestBody = { required: r.body === 'check' || r.body === 'schedule', content: { 'application/json': { schema: bodies[r.body] } } };
+      op.requestBody = {
+        required: r.body === 'check' || r.body === 'schedule' || r.body === 'writes',
+        content: { 'application/json': { schema: bodies[r.body] } },
+      };
     }
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }

@@ -112,8 +112,11 @@ export interface WriteRoute extends RouteBase<WriteRouteId> {
   readonly kind: 'write';
   /** The changes the request asks for, from its path names and body; `nowMicros` judges a window (throws 400). */
   changes(p: readonly string[], body: unknown, nowMicros: number): readonly Change[];
-  /** The response data; `p` are the decoded path names. */
-  result(done: WriteCommitted, p: readonly string[]): unknown;
+  /**
+   * The response data; `p` are the decoded path names, `asked` the changes the request asked for
+   * (a window is echoed as asked: a `not_before` already past was not stored, the edge being active).
+   */
+  result(done: WriteCommitted, p: readonly string[], asked: readonly Change[]): unknown;
   /** The status of a success when it depends on what was committed (a PUT: created 201, replaced 200); else `status`. */
   statusOf?(done: WriteCommitted): 200 | 201;
 }
@@ -140,13 +143,14 @@ export interface AuditRoute extends RouteBase {
   items(entries: readonly AuditEntry[]): unknown[];
 }
 
-/** Workflow schedules and runs, kept in the database (docs/api.md §6, §12). */
+/** Workflow schedules and runs, kept in the database (docs/api.md §6, §16). */
 export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow.unschedule' | 'workflow.schedules' | 'workflow.runs'> {
   readonly kind: 'workflow';
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
 }
 
-export type Route = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+export type Route =
+  HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
 
 /** The routes answered from the tenant graph, in memory (once it is cached and recent enough). */
 export type GraphRoute = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute;

@@ -2,7 +2,7 @@ import { explain } from '../../authz/explain.ts';
 import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
 import type { Route } from './route-types.ts';
 import { WORKFLOW_ROUTES } from './workflow-routes.ts';
-import { committedWindow, createdDescription, WINDOW_ROUTES, windowOfBody, wireWindow } from './window-routes.ts';
+import { askedWindow, createdDescription, WINDOW_ROUTES, windowOfBody, wireWindow } from './window-routes.ts';
 
 /** `v ?? throw 404` for reads whose role must exist: the refusal a write on that role would get. */
 function known<T>(v: T | undefined, role: string): T {
@@ -93,7 +93,7 @@ export const ROUTES: readonly Route[] = [
     notFound: ROLE_NOT_FOUND,
     summary: 'Grants the permission to the role, for good or within a window',
     changes: (p, body, now) => [{ op: 'permission.grant', role: p0(p), permission: p1(p), ...windowOfBody(body, now) }],
-    result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision, ...committedWindow(d) }),
+    result: (d, p, asked) => ({ role: p0(p), permission: p1(p), revision: d.revision, ...askedWindow(asked) }),
   },
   {
     id: 'permission.revoke',
@@ -153,7 +153,7 @@ export const ROUTES: readonly Route[] = [
     notFound: ROLE_NOT_FOUND,
     summary: 'Adds the user to the role, for good or within a window',
     changes: (p, body, now) => [{ op: 'membership.add', user: p0(p), role: p1(p), ...windowOfBody(body, now) }],
-    result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision, ...committedWindow(d) }),
+    result: (d, p, asked) => ({ user: p0(p), role: p1(p), revision: d.revision, ...askedWindow(asked) }),
   },
   {
     id: 'membership.remove',

@@ -29,9 +29,9 @@ export function wireWindow(notBefore: number | undefined, expiresAt: number | un
   };
 }
 
-/** The window of a write request's first committed change, as the wire shows it. */
-export function committedWindow(d: WriteCommitted): { not_before?: string; expires_at?: string } {
-  const first = d.changes[0];
+/** The window a write request's first change asked for, as the wire shows it. */
+export function askedWindow(asked: readonly Change[]): { not_before?: string; expires_at?: string } {
+  const first = asked[0];
   const w = first === undefined ? undefined : windowOf(first);
   return wireWindow(w?.notBefore, w?.expiresAt);
 }
@@ -113,7 +113,7 @@ export const WINDOW_ROUTES: readonly Route[] = [
     notFound: ROLE_NOT_FOUND,
     summary: 'Sets the window of a grant, granting it when it does not exist (201) or replacing its window (200; an empty body makes it permanent)',
     changes: (p, body, now) => [{ op: 'permission.window', role: p0(p), permission: p1(p), ...windowOfBody(body, now) }],
-    result: (d, p) => ({ role: p0(p), permission: p1(p), revision: d.revision, ...committedWindow(d) }),
+    result: (d, p, asked) => ({ role: p0(p), permission: p1(p), revision: d.revision, ...askedWindow(asked) }),
     statusOf: createdOrReplaced,
   },
   {
@@ -129,7 +129,7 @@ export const WINDOW_ROUTES: readonly Route[] = [
     notFound: ROLE_NOT_FOUND,
     summary: 'Sets the window of a membership, adding it when it does not exist (201) or replacing its window (200; an empty body makes it permanent)',
     changes: (p, body, now) => [{ op: 'membership.window', user: p0(p), role: p1(p), ...windowOfBody(body, now) }],
-    result: (d, p) => ({ user: p0(p), role: p1(p), revision: d.revision, ...committedWindow(d) }),
+    result: (d, p, asked) => ({ user: p0(p), role: p1(p), revision: d.revision, ...askedWindow(asked) }),
     statusOf: createdOrReplaced,
   },
   {
@@ -158,7 +158,7 @@ export const WINDOW_ROUTES: readonly Route[] = [
     notFound: 'A role (or grant, or membership) that an item names does not exist',
     summary: 'Applies 1 to 1000 writes in order, in one transaction at one revision: all of them or none',
     changes: (_p, body, now) => parseWrites(body, now),
-    result: (d) => ({ revision: d.revision, results: d.changes.map((c, i) => changeData(c, d.effects[i], d.revision)) }),
+    result: (d, _p, asked) => ({ revision: d.revision, results: asked.map((c, i) => changeData(c, d.effects[i], d.revision)) }),
   },
   {
     id: 'dry-run',

@@ -1,5 +1,5 @@
 import fastJson from 'fast-json-stringify';
-import type { ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
+import type { Change, ChangeRecord, WriteCommitted } from '../../authz/changes.ts';
 import type { TenantGraph } from '../../authz/graph.ts';
 import { pageAfter } from '../../authz/page.ts';
 import type { Cursors } from '../input/cursor.ts';
@@ -100,8 +100,8 @@ export class Answers {
   }
 
   /** The body of a committed write, answered with `status`. */
-  written(route: WriteRoute, status: number, outcome: WriteCommitted, p: string[]): string {
-    return successPrefix(status, route.message) + this.#serialize[route.data](route.result(outcome, p)) + successTail(undefined);
+  written(route: WriteRoute, status: number, outcome: WriteCommitted, p: string[], asked: readonly Change[]): string {
+    return successPrefix(status, route.message) + this.#serialize[route.data](route.result(outcome, p, asked)) + successTail(undefined);
   }
 
   /** A page of the tenant's changelog (read from the database, not the graph). */
@@ -164,7 +164,6 @@ export class Answers {
       }),
     );
   }
-
 }
 
 /** The position an audit cursor holds (`<at> <id>`, signed); a cursor of another shape is refused (400). */

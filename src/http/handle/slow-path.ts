@@ -101,7 +101,14 @@ export class SlowPath {
    * A write hydrates nothing first: its outcome carries the revision. A refusal before it (a bad
    * body) reads the revision alone, from the cached graph or else the database.
    */
-  async #writeAnswer(t: TenantTarget, route: WriteRoute, p: string[], query: Query, failure: AppError | undefined, body: Promise<BodyResult> | undefined): Promise<void> {
+  async #writeAnswer(
+    t: TenantTarget,
+    route: WriteRoute,
+    p: string[],
+    query: Query,
+    failure: AppError | undefined,
+    body: Promise<BodyResult> | undefined,
+  ): Promise<void> {
     if (failure !== undefined) {
       const revision = await this.#revisionNow(t.tenant);
       return corked(t, () => this.#reply.error(t, failure, revision));
@@ -131,7 +138,7 @@ export class SlowPath {
     const outcome = await this.#backend.write(t.tenant, changes, audit, ifMatch);
     if (!outcome.ok) return corked(t, () => this.#reply.error(t, refusalOf(route, outcome), outcome.revision));
     const status = route.statusOf?.(outcome) ?? route.status;
-    const text = this.#answers.written(route, status, outcome, p);
+    const text = this.#answers.written(route, status, outcome, p, changes);
     corked(t, () => this.#reply.send(t, status, text, outcome.revision));
   }
 

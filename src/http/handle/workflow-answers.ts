@@ -26,7 +26,7 @@ export interface WebhookRules {
 export type EnvelopeWriter = (route: WorkflowRoute, data: unknown, next?: string) => string;
 
 /**
- * The workflow routes kept in the database (docs/api.md §6, §12): create or replace a schedule
+ * The workflow routes kept in the database (docs/api.md §6, §16): create or replace a schedule
  * (its audit row commits with it), delete one, list schedules and a schedule's runs. Answers the
  * body text, or throws the AppError of a 4xx.
  */

@@ -11,9 +11,9 @@ export type IfMatch = number | 'any' | undefined;
 /**
  * One strong entity tag whose value is a revision as the service writes it: decimal digits
  * without a leading zero (`"007"` is a tag no revision ever has, so it is refused rather than
- * read as 7), at most 16 of them.
+ * read as 7). A longer number than any revision is well-formed: it just matches none.
  */
-const REVISION_TAG = /^"(0|[1-9]\d{0,15})"$/;
+const REVISION_TAG = /^"(0|[1-9]\d*)"$/;
 
 /** HTTP's optional white space around a field value, which parsers may or may not strip. */
 const OWS = /^[ \t]+|[ \t]+$/g;
@@ -28,9 +28,9 @@ export function parseIfMatch(header: string | undefined): IfMatch {
   const value = header.replace(OWS, '');
   if (value === '*') return 'any';
   const m = REVISION_TAG.exec(value);
-  const revision = m === null ? NaN : Number(m[1]);
-  if (!Number.isSafeInteger(revision)) {
+  if (m === null) {
     throw appError('ERR_VALIDATION_HEADER', 'If-Match must be * or one revision as sent in X-Authz-Revision, quoted: "7" (not weak W/"7", not a list)');
   }
-  return revision;
+  // Beyond any revision a client can reach: one that never matches (412 names the current one).
+  return Math.min(Number(m[1]), Number.MAX_SAFE_INTEGER);
 }

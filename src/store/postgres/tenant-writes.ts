@@ -2,7 +2,7 @@ import type { QueryResult } from 'pg';
 import type { Change, ChangeEffect, Window, WriteOutcome } from '../../authz/changes.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
-import type { AuditOfWrite } from '../../audit/record.ts';
+import { auditAsCommitted, type AuditOfWrite } from '../../audit/record.ts';
 import { timestamp } from '../../time/index.ts';
 import type { BoundaryCommitted, PendingWrite } from '../port.ts';
 import {
@@ -144,7 +144,7 @@ export async function applyRequest(db: Db, w: PendingWrite): Promise<WriteOutcom
   }
   if (row === undefined) throw new Error('tenant row missing after lock');
   const changes = applied.map((a) => a.change);
-  const revision = await commitRequest(db, row.id, changes, at, w.audit);
+  const revision = await commitRequest(db, row.id, changes, at, w.audit === undefined ? undefined : auditAsCommitted(w.audit, changes));
   return { ok: true, revision, changes, effects: applied.map((a) => a.effect) };
 }
 

@@ -1,7 +1,7 @@
 import type { Change, ChangeEffect, Window, WriteOutcome } from '../../authz/changes.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { edgeFacts, refusal, refused } from '../../authz/write-rules.ts';
-import type { AuditRecord } from '../../audit/record.ts';
+import { auditAsCommitted, type AuditRecord } from '../../audit/record.ts';
 import { timestamp } from '../../time/index.ts';
 import type { BoundaryCommitted, PendingWrite } from '../port.ts';
 import {
@@ -57,9 +57,16 @@ export function applyRequest(st: TenantStatements, w: PendingWrite, insertAudit:
     applied.push(done);
   }
   const revision = Number((st.bumpRevision.get(id) as Row).revision);
+  const audit =
+    w.audit === undefined
+      ? undefined
+      : auditAsCommitted(
+          w.audit,
+          applied.map((a) => a.change),
+        );
   applied.forEach(({ change }, seq) => {
     insertChange(st, id, revision, seq, change, at);
-    if (w.audit !== undefined) insertAudit({ ...w.audit, action: change.op, tenant: w.tenant, at, revision });
+    if (audit !== undefined) insertAudit({ ...audit, action: change.op, tenant: w.tenant, at, revision });
   });
   return { ok: true, revision, changes: applied.map((a) => a.change), effects: applied.map((a) => a.effect) };
 }

@@ -73,7 +73,7 @@ test('the compact graph answers every read as the brute-force model does, throug
       const g = new TenantGraph();
       const m = new RbacModel();
       changes.forEach((c, i) => {
-        assert.equal(g.apply(c, i + 1), 'applied');
+        assert.equal(g.apply([c], i + 1), 'applied');
         m.applyLeniently(c);
         if (i % 15 === 14) assertSame(g, m, USERS, ROLES, PERMS);
       });
@@ -111,8 +111,8 @@ test('a graph built from a snapshot, moved to another port as its buffers and ad
       assert.equal(image.buffer.byteLength, 0, 'the sender no longer holds the buffer');
       assertSame(g, m, USERS, ROLES, PERMS);
       after.forEach((c, i) => {
-        assert.equal(g.apply(c, m.revision + i + 1), 'applied');
-        assert.equal(unread.apply(c, m.revision + i + 1), 'applied');
+        assert.equal(g.apply([c], m.revision + i + 1), 'applied');
+        assert.equal(unread.apply([c], m.revision + i + 1), 'applied');
       });
       for (const c of after) m.applyLeniently(c);
       assertSame(g, m, USERS, ROLES, PERMS);
@@ -139,8 +139,8 @@ test("an image carries the reverse relations of a large graph and leaves out a s
       { op: 'permission.revoke', role: 'a', permission: PERMS[0] as string },
       { op: 'role.delete', role: 'c_1' },
     ] as const;
-    next.forEach((c, i) => assert.equal(g.apply(c, m.revision + i + 1), 'applied'));
-    next.forEach((c, i) => assert.equal(twin.apply(c, m.revision + i + 1), 'applied'));
+    next.forEach((c, i) => assert.equal(g.apply([c], m.revision + i + 1), 'applied'));
+    next.forEach((c, i) => assert.equal(twin.apply([c], m.revision + i + 1), 'applied'));
     for (const c of next) m.applyLeniently(c);
     assertSame(g, m, [...names.slice(0, 40), 'late'], ROLES, PERMS);
     assertSame(twin, m, [...names.slice(0, 40), 'late'], ROLES, PERMS);
@@ -152,7 +152,7 @@ test('bulk churn past the compaction thresholds keeps every answer (buffers comp
   const m = new RbacModel();
   let rev = 0;
   const apply = (c: Change): void => {
-    assert.equal(g.apply(c, ++rev), 'applied');
+    assert.equal(g.apply([c], ++rev), 'applied');
     m.applyLeniently(c);
   };
   const users = Array.from({ length: 400 }, (_, i) => `user-${(i * 7919) % 400}-${'x'.repeat(i % 13)}`);

@@ -7,7 +7,7 @@ import { graphOfSnapshot, hasRole } from '../../helpers/graphs.ts';
 
 function build(changes: Change[]): TenantGraph {
   const g = new TenantGraph();
-  changes.forEach((c, i) => assert.equal(g.apply(c, i + 1), 'applied'));
+  changes.forEach((c, i) => assert.equal(g.apply([c], i + 1), 'applied'));
   return g;
 }
 
@@ -40,7 +40,7 @@ test('deleting a role removes its grants and memberships, and re-creating it res
   assert.equal(g.check('alice', 'write'), false);
   assert.deepEqual(g.whichRolesCan('write'), []);
   assert.deepEqual(g.userRoles('alice'), []);
-  assert.equal(g.apply({ op: 'role.create', role: 'admin', description: '' }, 5), 'applied');
+  assert.equal(g.apply([{ op: 'role.create', role: 'admin', description: '' }], 5), 'applied');
   assert.deepEqual(g.rolePermissions('admin'), []);
   assert.deepEqual(g.members('admin'), []);
   assert.equal(g.description('admin'), '');
@@ -62,17 +62,17 @@ test('lists are sorted by code point, without duplicates, and follow changes', (
   assert.deepEqual(g.whichUsersCan('p'), ['u']);
   assert.deepEqual(g.userPermissions('u'), ['p']);
   assert.deepEqual(g.userRoles('u'), ['Z', 'a']);
-  g.apply({ op: 'membership.remove', user: 'u', role: 'Z' }, 9);
+  g.apply([{ op: 'membership.remove', user: 'u', role: 'Z' }], 9);
   assert.deepEqual(g.userRoles('u'), ['a']);
-  g.apply({ op: 'permission.revoke', role: 'a', permission: 'p' }, 10);
+  g.apply([{ op: 'permission.revoke', role: 'a', permission: 'p' }], 10);
   assert.deepEqual(g.userPermissions('u'), []);
   assert.deepEqual(g.whichUsersCan('p'), []);
 });
 
 test('apply refuses stale and out-of-order revisions', () => {
   const g = build([{ op: 'role.create', role: 'r', description: '' }]);
-  assert.equal(g.apply({ op: 'role.create', role: 'x', description: '' }, 1), 'stale');
-  assert.equal(g.apply({ op: 'role.create', role: 'x', description: '' }, 3), 'gap');
+  assert.equal(g.apply([{ op: 'role.create', role: 'x', description: '' }], 1), 'stale');
+  assert.equal(g.apply([{ op: 'role.create', role: 'x', description: '' }], 3), 'gap');
   assert.equal(hasRole(g, 'x'), false);
   assert.equal(g.revision, 1);
 });
@@ -93,6 +93,7 @@ test('a snapshot builds the same graph as the changes that made it', () => {
       ['alice', 'admin'],
       ['bob', 'viewer'],
     ],
+    windows: [],
   });
   assert.equal(g.revision, 7);
   assert.deepEqual(g.userPermissions('alice'), ['read', 'write']);
@@ -107,11 +108,11 @@ test('the size estimate grows with content and shrinks back when it goes', () =>
   const g = new TenantGraph();
   const empty = g.estimatedBytes;
   let rev = 0;
-  g.apply({ op: 'role.create', role: 'r', description: 'd'.repeat(100) }, ++rev);
-  for (let i = 0; i < 100; i++) g.apply({ op: 'membership.add', user: `user${i}`, role: 'r' }, ++rev);
-  for (let i = 0; i < 50; i++) g.apply({ op: 'permission.grant', role: 'r', permission: `perm${i}` }, ++rev);
+  g.apply([{ op: 'role.create', role: 'r', description: 'd'.repeat(100) }], ++rev);
+  for (let i = 0; i < 100; i++) g.apply([{ op: 'membership.add', user: `user${i}`, role: 'r' }], ++rev);
+  for (let i = 0; i < 50; i++) g.apply([{ op: 'permission.grant', role: 'r', permission: `perm${i}` }], ++rev);
   assert.ok(g.estimatedBytes > empty + 100 * 64);
-  g.apply({ op: 'role.delete', role: 'r' }, ++rev);
+  g.apply([{ op: 'role.delete', role: 'r' }], ++rev);
   assert.equal(g.estimatedBytes, empty);
 });
 
@@ -119,10 +120,10 @@ test('ids are reused after churn, and names stay correct', () => {
   const g = new TenantGraph();
   let rev = 0;
   for (let round = 0; round < 3; round++) {
-    g.apply({ op: 'role.create', role: `r${round}`, description: '' }, ++rev);
-    g.apply({ op: 'permission.grant', role: `r${round}`, permission: `p${round}` }, ++rev);
-    g.apply({ op: 'membership.add', user: `u${round}`, role: `r${round}` }, ++rev);
-    if (round > 0) g.apply({ op: 'role.delete', role: `r${round - 1}` }, ++rev);
+    g.apply([{ op: 'role.create', role: `r${round}`, description: '' }], ++rev);
+    g.apply([{ op: 'permission.grant', role: `r${round}`, permission: `p${round}` }], ++rev);
+    g.apply([{ op: 'membership.add', user: `u${round}`, role: `r${round}` }], ++rev);
+    if (round > 0) g.apply([{ op: 'role.delete', role: `r${round - 1}` }], ++rev);
   }
   assert.deepEqual(g.roles(), ['r2']);
   assert.equal(g.check('u2', 'p2'), true);

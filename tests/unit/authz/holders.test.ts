@@ -26,7 +26,7 @@ test('the holder and resource indexes equal a recomputation after every change o
     const users = Array.from({ length: 60 }, (_, i) => `u${i}`);
     const perms = ['read', 'doc:read', ...Array.from({ length: 40 }, (_, i) => `doc:d${i % 20}:${i < 20 ? 'read' : 'write'}`), 'doc::read'];
     const g = new TenantGraph();
-    const apply = (c: Change): void => void g.apply(c, g.revision + 1);
+    const apply = (c: Change): void => void g.apply([c], g.revision + 1);
     for (let step = 0; step < 400; step++) {
       const x = rnd();
       const role = pick(roles);

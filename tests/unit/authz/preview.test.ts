@@ -418,6 +418,17 @@ test('the asynchronous preview of a huge difference yields the loop, and fails w
   await assert.rejects(moved, PreviewOutdatedError);
 });
 
+test('an item the route could not parse answers 400 in its place and fails the batch', () => {
+  const graph = new ModelGraph(tenant({ admin: [['read'], []] }), NOW);
+  const answer = preview(
+    graph,
+    [{ op: 'membership.add', user: 'alice', role: 'admin' }, { invalid: 'writes[1].expires_at must be after now' }, { op: 'role.delete', role: 'admin' }],
+    NOW,
+  );
+  assert.deepEqual(answer.results, [{ status: 201 }, { status: 400, error: 'writes[1].expires_at must be after now' }, { status: 424 }]);
+  assert.deepEqual([answer.valid, answer.gained_count], [false, 0]);
+});
+
 test('ops a client cannot send are refused loudly', () => {
   const model = tenant({ admin: [['read'], ['alice']] });
   assert.throws(() => preview(new ModelGraph(model, NOW), [{ op: 'permission.window', role: 'admin', permission: 'read' }], NOW), /six ops/);

@@ -7,7 +7,7 @@ import type { Change } from '../../../src/authz/changes.ts';
 
 /** A graph fed `changes` one revision at a time, as the cache does. */
 function feed(g: TenantGraph, changes: Change[]): void {
-  for (const c of changes) assert.equal(g.apply(c, g.revision + 1), 'applied');
+  for (const c of changes) assert.equal(g.apply([c], g.revision + 1), 'applied');
 }
 
 test('a permission name reads as global, type-wide or one resource whose id spans the inner colons', () => {

@@ -46,16 +46,16 @@ function measure(label: string, make: () => TenantGraph): void {
   process.stdout.write(`${JSON.stringify({ label, estimate, retained: withGraph - without, grewBy: withGraph - before, dropped: g === undefined })}\n`);
 }
 
-measure('snapshot', () => graphOfSnapshot({ revision: 1, roles, grants, memberships }));
+measure('snapshot', () => graphOfSnapshot({ revision: 1, roles, grants, memberships, windows: [] }));
 measure('snapshot and changes', () => {
-  const g = graphOfSnapshot({ revision: 1, roles, grants, memberships });
-  for (const c of changes) g.apply(c, g.revision + 1);
+  const g = graphOfSnapshot({ revision: 1, roles, grants, memberships, windows: [] });
+  for (const c of changes) g.apply([c], g.revision + 1);
   return g;
 });
 measure('changes only', () => {
   const g = new TenantGraph();
-  for (const [role, description] of roles) g.apply({ op: 'role.create', role, description }, g.revision + 1);
-  for (const [role, permission] of grants) g.apply({ op: 'permission.grant', role, permission }, g.revision + 1);
-  for (const [user, role] of memberships) g.apply({ op: 'membership.add', user, role }, g.revision + 1);
+  for (const [role, description] of roles) g.apply([{ op: 'role.create', role, description }], g.revision + 1);
+  for (const [role, permission] of grants) g.apply([{ op: 'permission.grant', role, permission }], g.revision + 1);
+  for (const [user, role] of memberships) g.apply([{ op: 'membership.add', user, role }], g.revision + 1);
   return g;
 });

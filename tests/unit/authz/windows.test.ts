@@ -27,16 +27,45 @@ const role = fc.constantFrom(...ROLES);
 const changeArb: fc.Arbitrary<Change> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ op: fc.constant('role.create' as const), role, description: fc.constant('') }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('role.delete' as const), role }) },
-  { weight: 4, arbitrary: fc.tuple(role, fc.constantFrom(...PERMS), windowArb).map(([r, p, w]): Change => ({ op: 'permission.grant', role: r, permission: p, ...w })) },
-  { weight: 2, arbitrary: fc.tuple(role, fc.constantFrom(...PERMS), windowArb).map(([r, p, w]): Change => ({ op: 'permission.window', role: r, permission: p, ...w })) },
+  {
+    weight: 4,
+    arbitrary: fc.tuple(role, fc.constantFrom(...PERMS), windowArb).map(([r, p, w]): Change => ({ op: 'permission.grant', role: r, permission: p, ...w })),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(role, fc.constantFrom(...PERMS), windowArb).map(([r, p, w]): Change => ({ op: 'permission.window', role: r, permission: p, ...w })),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('permission.revoke' as const), role, permission: fc.constantFrom(...PERMS) }) },
   { weight: 5, arbitrary: fc.tuple(fc.constantFrom(...USERS), role, windowArb).map(([u, r, w]): Change => ({ op: 'membership.add', user: u, role: r, ...w })) },
-  { weight: 2, arbitrary: fc.tuple(fc.constantFrom(...USERS), role, windowArb).map(([u, r, w]): Change => ({ op: 'membership.window', user: u, role: r, ...w })) },
+  {
+    weight: 2,
+    arbitrary: fc.tuple(fc.constantFrom(...USERS), role, windowArb).map(([u, r, w]): Change => ({ op: 'membership.window', user: u, role: r, ...w })),
+  },
   { weight: 1, arbitrary: fc.record({ op: fc.constant('membership.remove' as const), user: fc.constantFrom(...USERS), role }) },
-  { weight: 1, arbitrary: fc.tuple(role, fc.constantFrom(...PERMS), fc.constantFrom(...TIMES)).map(([r, p, t]): Change => ({ op: 'permission.expire', role: r, permission: p, expiresAt: t })) },
-  { weight: 1, arbitrary: fc.tuple(role, fc.constantFrom(...PERMS), fc.constantFrom(...TIMES)).map(([r, p, t]): Change => ({ op: 'permission.activate', role: r, permission: p, notBefore: t })) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...USERS), role, fc.constantFrom(...TIMES)).map(([u, r, t]): Change => ({ op: 'membership.expire', user: u, role: r, expiresAt: t })) },
-  { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...USERS), role, fc.constantFrom(...TIMES)).map(([u, r, t]): Change => ({ op: 'membership.activate', user: u, role: r, notBefore: t })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(role, fc.constantFrom(...PERMS), fc.constantFrom(...TIMES))
+      .map(([r, p, t]): Change => ({ op: 'permission.expire', role: r, permission: p, expiresAt: t })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(role, fc.constantFrom(...PERMS), fc.constantFrom(...TIMES))
+      .map(([r, p, t]): Change => ({ op: 'permission.activate', role: r, permission: p, notBefore: t })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...USERS), role, fc.constantFrom(...TIMES))
+      .map(([u, r, t]): Change => ({ op: 'membership.expire', user: u, role: r, expiresAt: t })),
+  },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.constantFrom(...USERS), role, fc.constantFrom(...TIMES))
+      .map(([u, r, t]): Change => ({ op: 'membership.activate', user: u, role: r, notBefore: t })),
+  },
 );
 
 /** A change as the store would commit it: refused ones (a missing role, an edge that exists) are skipped, as the store refuses them. */
@@ -56,8 +85,16 @@ function sameReads(g: TenantGraph, m: RbacModel, when: string): void {
   assert.deepEqual(g.roles(), m.roleNames(), when);
   for (const r of ROLES) {
     if (!m.roles.has(r)) continue;
-    assert.deepEqual(g.rolePermissions(r), m.rolePermissions(r).map((x) => x.name), `${when}: role_permissions ${r}`);
-    assert.deepEqual(g.members(r), m.members(r).map((x) => x.user), `${when}: members ${r}`);
+    assert.deepEqual(
+      g.rolePermissions(r),
+      m.rolePermissions(r).map((x) => x.name),
+      `${when}: role_permissions ${r}`,
+    );
+    assert.deepEqual(
+      g.members(r),
+      m.members(r).map((x) => x.user),
+      `${when}: members ${r}`,
+    );
     for (const u of USERS) {
       assert.equal(g.isMember(u, r), m.activeMembers(r).includes(u), `${when}: is_member ${u} ${r}`);
       assert.deepEqual(g.memberEdge(u, r), m.roles.get(r)?.members.has(u) ? (m.memberWindow(u, r) ?? {}) : undefined, `${when}: window ${u} ${r}`);
@@ -78,28 +115,32 @@ function sameReads(g: TenantGraph, m: RbacModel, when: string): void {
 
 test('reads count the edges active at the instant they are answered, on a graph changed and on one hydrated', () => {
   fc.assert(
-    fc.property(fc.array(changeArb, { minLength: 10, maxLength: 60 }), fc.array(fc.constantFrom(...TIMES, 5, 15, 25, 35, 45, 55), { minLength: 3, maxLength: 6 }), (changes, instants) => {
-      let now = 0;
-      const clock = (): number => now;
-      const m = new RbacModel();
-      m.clock = clock;
-      const g = new TenantGraph(0, undefined, clock);
-      for (const c of changes) {
-        if (!committable(m, c)) continue;
-        m.apply(c);
-        assert.equal(g.apply([c], m.revision), 'applied');
-        // Reads at several instants, memoised lists included: a bound passing makes them again.
+    fc.property(
+      fc.array(changeArb, { minLength: 10, maxLength: 60 }),
+      fc.array(fc.constantFrom(...TIMES, 5, 15, 25, 35, 45, 55), { minLength: 3, maxLength: 6 }),
+      (changes, instants) => {
+        let now = 0;
+        const clock = (): number => now;
+        const m = new RbacModel();
+        m.clock = clock;
+        const g = new TenantGraph(0, undefined, clock);
+        for (const c of changes) {
+          if (!committable(m, c)) continue;
+          m.apply(c);
+          assert.equal(g.apply([c], m.revision), 'applied');
+          // Reads at several instants, memoised lists included: a bound passing makes them again.
+          for (const t of instants) {
+            now = t;
+            sameReads(g, m, `after ${c.op} at ${t}`);
+          }
+        }
+        const hydrated = TenantGraph.fromImage(imageOfSnapshot(m.snapshot()), clock);
         for (const t of instants) {
           now = t;
-          sameReads(g, m, `after ${c.op} at ${t}`);
+          sameReads(hydrated, m, `hydrated at ${t}`);
         }
-      }
-      const hydrated = TenantGraph.fromImage(imageOfSnapshot(m.snapshot()), clock);
-      for (const t of instants) {
-        now = t;
-        sameReads(hydrated, m, `hydrated at ${t}`);
-      }
-    }),
+      },
+    ),
     { numRuns: 150 },
   );
 });

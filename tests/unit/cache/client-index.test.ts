@@ -13,8 +13,8 @@ import { randomTenant, tenantId } from '../../helpers/tenants.ts';
 import { imageOfSnapshot, type GraphImage } from '../../../src/authz/graph-image.ts';
 import { TenantGraph } from '../../../src/authz/graph.ts';
 
-const EMPTY: Snapshot = { revision: 0, roles: [], grants: [], memberships: [] };
-const ONE_ROLE: Snapshot = { revision: 1, roles: [['r', '']], grants: [], memberships: [['u', 'r']] };
+const EMPTY: Snapshot = { revision: 0, roles: [], grants: [], memberships: [], windows: [] };
+const ONE_ROLE: Snapshot = { revision: 1, roles: [['r', '']], grants: [], memberships: [['u', 'r']], windows: [] };
 const noReplay = async () => [];
 
 /** A cache over a fake database: `stored` holds the snapshots, `loads` counts the reads. */
@@ -79,7 +79,7 @@ test('a first write heard as a change, a catch-up or a hydration makes the tenan
   ]);
   const { cache } = cacheOver(stored);
   cache.know([], true);
-  await cache.apply(viaChange, { op: 'role.create', role: 'r', description: '' }, 1, noReplay);
+  await cache.apply(viaChange, [{ op: 'role.create', role: 'r', description: '' }], 1, noReplay);
   await cache.catchUp(viaCatchUp, 1, noReplay);
   await cache.catchUp(refused, 0, noReplay);
   // A read that had to reach the database (X-Authz-Min-Revision) found it at revision 1.
@@ -116,6 +116,6 @@ test('empty graphs still cached (index hits the database does not know) never ev
   assert.ok(cache.bytes - before <= EMPTY_GRAPHS_MAX * emptyBytes, 'and so are their bytes, apart from the budget');
   // The first write of one of them moves it to the real graphs.
   const ghost = ghosts.at(-1) as TenantId;
-  await cache.apply(ghost, { op: 'role.create', role: 'r', description: '' }, 1, noReplay);
+  await cache.apply(ghost, [{ op: 'role.create', role: 'r', description: '' }], 1, noReplay);
   assert.equal(cache.get(ghost)?.revision, 1);
 });

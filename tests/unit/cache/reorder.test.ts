@@ -13,7 +13,7 @@ import { imageOfSnapshot } from '../../../src/authz/graph-image.ts';
 
 const T = tenantId('tenant');
 const grant = (permission: string): Change => ({ op: 'permission.grant', role: 'r', permission });
-const base: Snapshot = { revision: 1, roles: [['r', '']], grants: [], memberships: [['u', 'r']] };
+const base: Snapshot = { revision: 1, roles: [['r', '']], grants: [], memberships: [['u', 'r']], windows: [] };
 
 /** How long the cache waits for a missing change before it replays the changelog. */
 const GAP_WAIT_MS = 1000;
@@ -46,12 +46,12 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
 test('a change that arrives early waits for the missing one, then both apply in order, without a replay', async () => {
   const { cache, clock, log, replays } = await cacheAt1();
   const replay = replayFrom(log, replays);
-  const early = cache.apply(T, grant('b'), 3, replay);
+  const early = cache.apply(T, [grant('b')], 3, replay);
   await clock.advance(GAP_WAIT_MS - 1);
   assert.equal(await settled(early), false, 'revision 3 cannot be applied before 2');
   assert.equal(cache.get(T)?.revision, 1);
   assert.equal(cache.get(T)?.check('u', 'b'), false);
-  await cache.apply(T, grant('a'), 2, replay);
+  await cache.apply(T, [grant('a')], 2, replay);
   await early;
   const g = cache.get(T);
   assert.equal(g?.revision, 3);
@@ -65,9 +65,9 @@ test('held changes apply in revision order whatever order they arrive in', async
   const replay = replayFrom(log, replays);
   const revoke: Change = { op: 'permission.revoke', role: 'r', permission: 'a' };
   // 2 grants a, 3 revokes it, 4 grants it again: applied in any other order the answer differs.
-  const arrivals = [cache.apply(T, grant('a'), 4, replay), cache.apply(T, revoke, 3, replay)];
+  const arrivals = [cache.apply(T, [grant('a')], 4, replay), cache.apply(T, [revoke], 3, replay)];
   assert.equal(cache.get(T)?.revision, 1);
-  arrivals.push(cache.apply(T, grant('a'), 2, replay));
+  arrivals.push(cache.apply(T, [grant('a')], 2, replay));
   await Promise.all(arrivals);
   assert.equal(cache.get(T)?.revision, 4);
   assert.equal(cache.get(T)?.check('u', 'a'), true);
@@ -77,7 +77,7 @@ test('held changes apply in revision order whatever order they arrive in', async
 test('a missing change that never comes is replayed from the changelog after the wait', async () => {
   const { cache, clock, log, replays } = await cacheAt1();
   log.push({ revision: 2, change: grant('a'), at: '' }, { revision: 3, change: grant('b'), at: '' });
-  const applied = cache.apply(T, grant('b'), 3, replayFrom(log, replays));
+  const applied = cache.apply(T, [grant('b')], 3, replayFrom(log, replays));
   await clock.advance(GAP_WAIT_MS - 1);
   assert.deepEqual(replays, [], 'the replay waits for the missing change first');
   await clock.advance(1);
@@ -93,7 +93,7 @@ test('a gap the changelog cannot fill drops the graph, and the writer is let go'
     replays.push(since);
     throw new Error('database down');
   };
-  const applied = cache.apply(T, grant('b'), 3, failing);
+  const applied = cache.apply(T, [grant('b')], 3, failing);
   await clock.advance(GAP_WAIT_MS);
   await applied;
   assert.deepEqual(replays, [1]);
@@ -102,7 +102,7 @@ test('a gap the changelog cannot fill drops the graph, and the writer is let go'
 
 test('dropping a graph lets go of the writers waiting on it at once', async () => {
   const { cache, clock, log, replays } = await cacheAt1();
-  const early = cache.apply(T, grant('b'), 3, replayFrom(log, replays));
+  const early = cache.apply(T, [grant('b')], 3, replayFrom(log, replays));
   cache.drop(T);
   assert.equal(await settled(early), true, 'let go without the clock moving');
   assert.equal(clock.pending, 0, 'and the gap wait is cancelled');

@@ -61,7 +61,7 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
   const settled = await pooled.writeMany(
     changes.map((change) => ({
       tenant,
-      change,
+      changes: [change],
       audit: { action: change.op, resource: '/api/x', status: 201, credential: 'key:0123456789ab', requestId: 'r', ip: '::1' },
     })),
   );
@@ -118,7 +118,7 @@ test('a store call reaches the adapter in a thread with its arguments, and answe
 test('a failure in the thread comes back as the catalogued AppError it was there: code, status, retryable and message', async (t) => {
   const { pooled, settings, path } = stores(t);
   const tenant = randomTenant();
-  await pooled.writeMany([{ tenant, change: { op: 'role.create', role: 'ops', description: '' } }]);
+  await pooled.writeMany([{ tenant, changes: [{ op: 'role.create', role: 'ops', description: '' }] }]);
 
   // The thread refuses to open a plaintext database with a key: every call fails with that.
   const keyed = new PooledStore({ ...settings, encryptionKey: 'another key' }, 1);

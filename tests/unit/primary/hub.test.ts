@@ -31,7 +31,7 @@ function fakeWorker(id: number): FakeWorker {
 
 const ACK_TIMEOUT_MS = 2000;
 const hub = (clock = new ManualClock()): ChangeHub => new ChangeHub(ACK_TIMEOUT_MS, createLogger('silent'), clock);
-const msgs: readonly ChangeMessage[] = [{ v: 1, tenant: tenantId('hub-test'), revision: 1, change: { op: 'permission.grant', role: 'r', permission: 'p' } }];
+const msgs: readonly ChangeMessage[] = [{ v: 1, tenant: tenantId('hub-test'), revision: 1, changes: [{ op: 'permission.grant', role: 'r', permission: 'p' }] }];
 const applies = (w: FakeWorker): ToWorker[] => w.sent.filter((m) => m.t === 'apply');
 const settled = (w: FakeWorker): ToWorker[] => w.sent.filter((m) => m.t === 'settled');
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { WriteOutcome } from '../../../src/authz/changes.ts';
+import type { Change, WriteOutcome } from '../../../src/authz/changes.ts';
 import { AppError } from '../../../src/errors/index.ts';
 import { CircuitBreaker, type BreakerState } from '../../../src/store/wrappers/breaker.ts';
 import type { Store, PendingWrite, WriteSettled } from '../../../src/store/port.ts';
@@ -129,14 +129,15 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
     if (failing.on) throw failing.error();
     return v;
   };
-  const committed: WriteOutcome = { ok: true, revision: 1, change: { op: 'role.create', role: 'r', description: '' } } as unknown as WriteOutcome;
+  const committed: WriteOutcome = { ok: true, revision: 1, changes: [{ op: 'role.create', role: 'r', description: '' }], effects: [{}] };
   const store: Store = {
-    load: () => hit({ revision: 0, roles: [], grants: [], memberships: [] } as never),
-    loadGraph: () => hit(imageOfSnapshot({ revision: 0, roles: [], grants: [], memberships: [] })),
+    load: () => hit({ revision: 0, roles: [], grants: [], memberships: [], windows: [] } as never),
+    loadGraph: () => hit(imageOfSnapshot({ revision: 0, roles: [], grants: [], memberships: [], windows: [] })),
     revision: () => hit(0),
     revisions: () => hit([]),
     tenantsSince: () => hit({ tenants: [], revisions: [], cursor: '0' }),
     writeMany: (ws) => hit(ws.map((): WriteSettled => ({ ok: true, value: committed }))),
+    commitBoundaries: () => hit([]),
     changes: () => hit([]),
     appendAudit: () => hit(undefined),
     audit: () => hit([]),
@@ -167,7 +168,7 @@ test('ResilientStore: transient failures are retried, the circuit opens and fail
   await assert.rejects(r.revision(T), /connection refused/);
   assert.equal(calls.n, 3, 'three attempts');
   assert.equal(r.circuitOpen, false);
-  await assert.rejects(r.writeMany([{ tenant: T, change: { op: 'role.delete', role: 'r' } }]), /connection refused/);
+  await assert.rejects(r.writeMany([{ tenant: T, changes: [{ op: 'role.delete', role: 'r' }] }]), /connection refused/);
   assert.equal(calls.n, 4, 'the fourth failure opened the circuit: no further retry');
   assert.equal(r.circuitOpen, true);
   await assert.rejects(r.load(T), (err: unknown) => err instanceof CircuitOpenError && err.status === 503);
@@ -184,7 +185,7 @@ test('ResilientStore: a failure during commit is not retried; other errors do no
   const r = new ResilientStore(store, new CircuitBreaker({ threshold: 2, cooldownMs: 1000 }), FAST);
   failing.on = true;
   failing.error = () => new AppError('ERR_STORE_COMMIT_UNKNOWN', 'connection lost during commit');
-  await assert.rejects(r.writeMany([{ tenant: T, change: { op: 'role.delete', role: 'r' } }]), /during commit/);
+  await assert.rejects(r.writeMany([{ tenant: T, changes: [{ op: 'role.delete', role: 'r' }] }]), /during commit/);
   assert.equal(calls.n, 1, 'never retried: the write may have committed');
   failing.error = () => new AppError('ERR_INTERNAL', 'a bug');
   for (let i = 0; i < 5; i++) await assert.rejects(r.revision(T), /a bug/);
@@ -215,7 +216,7 @@ function scriptedBatches(plans: Array<(w: PendingWrite) => WriteSettled>): { sto
   const store: Store = {
     ...base,
     writeMany: async (ws) => {
-      seen.push(ws.map((w) => w.change.role));
+      seen.push(ws.map((w) => (w.changes[0] as Change).role));
       const plan = plans[Math.min(call++, plans.length - 1)] as (w: PendingWrite) => WriteSettled;
       return ws.map(plan);
     },
@@ -223,12 +224,12 @@ function scriptedBatches(plans: Array<(w: PendingWrite) => WriteSettled>): { sto
   return { store, seen };
 }
 
-const ok = (w: PendingWrite): WriteSettled => ({ ok: true, value: { ok: true, revision: 1, change: w.change } as unknown as WriteOutcome });
+const ok = (w: PendingWrite): WriteSettled => ({ ok: true, value: { ok: true, revision: 1, changes: w.changes, effects: w.changes.map(() => ({})) } });
 const failWith = (code: 'ERR_STORE_UNAVAILABLE' | 'ERR_STORE_COMMIT_UNKNOWN') => (): WriteSettled => ({ ok: false, error: toWire(new AppError(code, 'down')) });
-const batch = (...roles: string[]): PendingWrite[] => roles.map((role) => ({ tenant: T, change: { op: 'role.create', role, description: '' } }));
+const batch = (...roles: string[]): PendingWrite[] => roles.map((role) => ({ tenant: T, changes: [{ op: 'role.create', role, description: '' }] }));
 
 test('ResilientStore.writeMany is one attempt; mayRetryWrite tells its caller what may be tried again, and retryWait counts the retry', async () => {
-  const { store, seen } = scriptedBatches([(w) => (w.change.role === 'b' ? failWith('ERR_STORE_UNAVAILABLE')() : ok(w)), ok]);
+  const { store, seen } = scriptedBatches([(w) => ((w.changes[0] as Change).role === 'b' ? failWith('ERR_STORE_UNAVAILABLE')() : ok(w)), ok]);
   let retries = 0;
   const r = new ResilientStore(store, new CircuitBreaker({ threshold: 10, cooldownMs: 1000 }), FAST, () => retries++);
   const settled = await r.writeMany(batch('a', 'b', 'c'));

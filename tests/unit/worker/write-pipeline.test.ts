@@ -2,7 +2,7 @@
 // dependence on machine load. Each stage call is recorded and resolved when the test says so.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AuditRecord } from '../../../src/audit/record.ts';
+import type { AuditOfWrite, AuditRecord } from '../../../src/audit/record.ts';
 import type { Change, WriteOutcome } from '../../../src/authz/changes.ts';
 import type { TenantId } from '../../../src/authz/tenant.ts';
 import { AppError, toWire } from '../../../src/errors/index.ts';
@@ -64,13 +64,18 @@ const grant = (role: string, permission: string): Change => ({ op: 'permission.g
 let revision = 0;
 /** Every write of a commit call goes in, with the next revisions. */
 const committedAll = (batch: readonly PendingWrite[]): WriteSettled[] =>
-  batch.map((w) => ({ ok: true, value: { ok: true, revision: ++revision, change: w.change } as WriteOutcome }));
-/** The permission (or role) each write of a batch is about; a refusal in a fan-out shows as `refused@<revision>`. */
-const names = (batch: readonly { change?: Change; outcome?: WriteOutcome }[]): string[] =>
+  batch.map((w) => ({ ok: true, value: { ok: true, revision: ++revision, changes: w.changes, effects: w.changes.map(() => ({})) } }));
+/** The permission (or role) a change is about. */
+const nameOf = (c: Change): string => ('permission' in c ? c.permission : c.role);
+/**
+ * The permissions (or roles) each write of a batch is about, joined by `+` when it has several
+ * changes; a refusal in a fan-out shows as `refused@<revision>`.
+ */
+const names = (batch: readonly { changes?: readonly Change[]; outcome?: WriteOutcome }[]): string[] =>
   batch.map((w) => {
     if (w.outcome !== undefined && !w.outcome.ok) return `refused@${w.outcome.revision}`;
-    const c = (w.change ?? (w.outcome as { change: Change }).change) as Change & { permission?: string };
-    return c.permission ?? c.role;
+    const changes = w.changes ?? (w.outcome?.ok === true ? w.outcome.changes : []);
+    return changes.map(nameOf).join('+');
   });
 
 const SQLITE: PipelineLimits = { commitSlots: 1, fanOutSlots: 1, maxBatch: 256 };
@@ -79,7 +84,7 @@ test('a lone write goes at once: committed, fanned out, then answered', async ()
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, stages, SQLITE);
   const answered: { outcome?: WriteOutcome } = {};
-  void p.write(tenantId('t1'), grant('r', 'a')).then((o) => (answered.outcome = o));
+  void p.write(tenantId('t1'), [grant('r', 'a')]).then((o) => (answered.outcome = o));
   assert.equal(commits.length, 1, 'no waiting for a turn or a timer');
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
@@ -91,11 +96,41 @@ test('a lone write goes at once: committed, fanned out, then answered', async ()
   assert.equal((answered.outcome as WriteOutcome | undefined)?.ok, true);
 });
 
+test("a write request of several changes is one write for the store, with its If-Match and audit row, and is answered with the store's outcome", async () => {
+  const { commits, fanOuts, stages } = manualStages();
+  const p = new WritePipeline(stages, stages, SQLITE);
+  const t = tenantId('t1');
+  const changes: Change[] = [{ op: 'role.create', role: 'ops', description: '' }, grant('ops', 'deploy'), { op: 'membership.add', user: 'alice', role: 'ops' }];
+  const audit: AuditOfWrite = { action: 'role.create', resource: '/api/writes', credential: 'key:abc', requestId: 'r1', ip: '127.0.0.1', status: 201 };
+  const answered = p.write(t, changes, audit, 4);
+  assert.equal(commits.length, 1);
+  assert.deepEqual(commits[0]?.batch, [{ tenant: t, changes, ifMatch: 4, audit }], 'one pending write holding every change, in order');
+  const outcome: WriteOutcome = { ok: true, revision: 5, changes, effects: [{}, {}, {}] };
+  commits[0]?.settle([{ ok: true, value: outcome }]);
+  await flush();
+  assert.deepEqual(
+    fanOuts[0]?.batch.map((w) => [w.tenant, w.outcome]),
+    [[t, outcome]],
+    'fanned out as one write',
+  );
+  fanOuts[0]?.settle();
+  assert.equal(await answered, outcome, "the store's very outcome");
+  // A request refused as a whole (If-Match no longer holds) is answered with that refusal.
+  const stale = p.write(t, changes, audit, 4);
+  await flush();
+  assert.deepEqual(commits[1]?.batch, [{ tenant: t, changes, ifMatch: 4, audit }]);
+  const refusal: WriteOutcome = { ok: false, error: { code: 'ERR_CONSISTENCY_PRECONDITION_FAILED', message: 'The client is not at revision 4' }, revision: 5 };
+  commits[1]?.settle([{ ok: true, value: refusal }]);
+  await flush();
+  fanOuts[1]?.settle();
+  assert.equal(await stale, refusal);
+});
+
 test('writes that arrive while a batch commits go together as the next batch', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, stages, SQLITE);
-  void p.write(tenantId('t1'), grant('r', 'a'));
-  for (const x of ['b', 'c', 'd']) void p.write(tenantId('t2'), grant('r', x));
+  void p.write(tenantId('t1'), [grant('r', 'a')]);
+  for (const x of ['b', 'c', 'd']) void p.write(tenantId('t2'), [grant('r', x)]);
   assert.equal(commits.length, 1, 'one commit in flight at a time on SQLite');
   assert.deepEqual(names(commits[0]?.batch ?? []), ['a']);
   commits[0]?.settle(committedAll(commits[0].batch));
@@ -107,14 +142,14 @@ test('writes that arrive while a batch commits go together as the next batch', a
 test('the commit of batch k+1 overlaps the fan-out of batch k, and committed batches wait for the fan-out slot', async () => {
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, stages, SQLITE);
-  void p.write(tenantId('t'), grant('r', 'a'));
+  void p.write(tenantId('t'), [grant('r', 'a')]);
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
-  void p.write(tenantId('t'), grant('r', 'b'));
+  void p.write(tenantId('t'), [grant('r', 'b')]);
   assert.equal(fanOuts.length, 1, 'batch 1 is being fanned out');
   assert.equal(commits.length, 2, 'batch 2 commits meanwhile');
   commits[1]?.settle(committedAll(commits[1].batch));
-  void p.write(tenantId('t'), grant('r', 'c'));
+  void p.write(tenantId('t'), [grant('r', 'c')]);
   await flush();
   commits[2]?.settle(committedAll(commits[2].batch));
   await flush();
@@ -128,15 +163,15 @@ test('the commit of batch k+1 overlaps the fan-out of batch k, and committed bat
 test('a refusal is answered once every worker is at its revision; a failure rejects only its own write', async () => {
   const { commits, fanOuts, stages } = manualStages();
   const p = new WritePipeline(stages, stages, SQLITE);
-  const refused = p.write(tenantId('t'), grant('r', 'x'));
+  const refused = p.write(tenantId('t'), [grant('r', 'x')]);
   commits[0]?.settle([{ ok: true, value: { ok: false, error: { code: 'ERR_AUTHZ_ROLE_NOT_FOUND', message: "Role 'r' does not exist" }, revision: 7 } }]);
   await flush();
   // The refusal was read at revision 7, which a writer that died may never have announced.
   assert.deepEqual(names(fanOuts[0]?.batch ?? []), ['refused@7']);
   fanOuts[0]?.settle();
   assert.equal((await refused).ok, false);
-  const failing = p.write(tenantId('t'), grant('r', 'y'));
-  const fine = p.write(tenantId('u'), grant('r', 'z'));
+  const failing = p.write(tenantId('t'), [grant('r', 'y')]);
+  const fine = p.write(tenantId('u'), [grant('r', 'z')]);
   await flush();
   // y went alone at once; z waits for the next batch.
   assert.deepEqual(names(commits[1]?.batch ?? []), ['y']);
@@ -153,8 +188,8 @@ test('a refusal is answered once every worker is at its revision; a failure reje
 test('a commit call that throws rejects its batch; the pipeline goes on', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, stages, SQLITE);
-  const a = p.write(tenantId('t'), grant('r', 'a'));
-  void p.write(tenantId('t'), grant('r', 'b'));
+  const a = p.write(tenantId('t'), [grant('r', 'a')]);
+  void p.write(tenantId('t'), [grant('r', 'b')]);
   commits[0]?.fail(new Error('thread died'));
   await assert.rejects(a, /thread died/);
   await flush();
@@ -166,9 +201,9 @@ test('a commit call that throws rejects its batch; the pipeline goes on', async 
 test('with several commit slots, a tenant in flight waits: its writes keep their order', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, stages, { commitSlots: 3, fanOutSlots: 1, maxBatch: 256 });
-  void p.write(tenantId('t'), grant('r', 't1'));
-  void p.write(tenantId('t'), grant('r', 't2'));
-  void p.write(tenantId('u'), grant('r', 'u1'));
+  void p.write(tenantId('t'), [grant('r', 't1')]);
+  void p.write(tenantId('t'), [grant('r', 't2')]);
+  void p.write(tenantId('u'), [grant('r', 'u1')]);
   // t1 went alone at once; then t2 waits for t1's batch while u1 takes the next slot.
   assert.deepEqual(
     commits.map((c) => names(c.batch)),
@@ -182,7 +217,7 @@ test('with several commit slots, a tenant in flight waits: its writes keep their
 test('batches are cut at maxBatch', async () => {
   const { commits, stages } = manualStages();
   const p = new WritePipeline(stages, stages, { commitSlots: 1, fanOutSlots: 1, maxBatch: 2 });
-  for (const x of ['a', 'b', 'c', 'd', 'e']) void p.write(tenantId('t'), grant('r', x));
+  for (const x of ['a', 'b', 'c', 'd', 'e']) void p.write(tenantId('t'), [grant('r', x)]);
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
   commits[1]?.settle(committedAll(commits[1].batch));
@@ -234,10 +269,10 @@ test("a schedule change waits for its tenant's commit in flight, and that tenant
   const { commits, schedules, started, stages } = manualStages();
   const p = new WritePipeline(stages, stages, SQLITE);
   const [t, u] = [tenantId('t'), tenantId('u')];
-  void p.write(t, grant('r', 'a'));
+  void p.write(t, [grant('r', 'a')]);
   const put = p.putSchedule(scheduleOf(t, 'daily'), 1, auditOf(t, 'workflow.schedule'));
-  void p.write(t, grant('r', 'b'));
-  void p.write(u, grant('r', 'c'));
+  void p.write(t, [grant('r', 'b')]);
+  void p.write(u, [grant('r', 'c')]);
   assert.equal(schedules.length, 0, "t's write a is committing");
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
@@ -262,8 +297,8 @@ test("a failed schedule change rejects its caller with the store's error, alone;
   schedules[0]?.fail(down);
   await assert.rejects(failing, (err: unknown) => err === down, 'the very error the store threw');
   await flush();
-  void p.write(v, grant('r', 'w'));
-  const lost = p.write(u, grant('r', 'x'));
+  void p.write(v, [grant('r', 'w')]);
+  const lost = p.write(u, [grant('r', 'x')]);
   const gone = p.deleteSchedule(t, 'daily', auditOf(t, 'workflow.unschedule'));
   commits[0]?.settle(committedAll(commits[0].batch));
   await flush();
@@ -286,7 +321,7 @@ test("a write tried again waits out its backoff holding its tenant but no commit
   retry.allowed = retryable(3);
   const p = new WritePipeline(stages, stages, SQLITE);
   const [t, u] = [tenantId('t'), tenantId('u')];
-  const a = p.write(t, grant('r', 'a'));
+  const a = p.write(t, [grant('r', 'a')]);
   commits[0]?.settle([unavailable()]);
   await flush();
   assert.deepEqual(
@@ -295,8 +330,8 @@ test("a write tried again waits out its backoff holding its tenant but no commit
     'a waits the backoff after its first attempt',
   );
   assert.equal(p.queued, 1, 'a waiting write counts as queued (a graceful stop waits for it)');
-  void p.write(u, grant('r', 'b'));
-  void p.write(t, grant('r', 'c'));
+  void p.write(u, [grant('r', 'b')]);
+  void p.write(t, [grant('r', 'c')]);
   assert.equal(commits.length, 2, 'the commit slot is free during the backoff');
   assert.deepEqual(names(commits[1]?.batch ?? []), ['b'], "t's later write c does not overtake a");
   commits[1]?.settle(committedAll(commits[1].batch));
@@ -319,7 +354,7 @@ test('a write is tried again only as the store allows, a failed batch call inclu
   const { commits, waits, retry, stages } = manualStages();
   retry.allowed = retryable(2);
   const p = new WritePipeline(stages, stages, SQLITE);
-  const a = p.write(tenantId('t'), grant('r', 'a'));
+  const a = p.write(tenantId('t'), [grant('r', 'a')]);
   commits[0]?.fail(new AppError('ERR_STORE_UNAVAILABLE', 'connection refused'));
   await flush();
   assert.equal(waits.length, 1, 'the whole batch failed before committing: tried again');
@@ -329,7 +364,7 @@ test('a write is tried again only as the store allows, a failed batch call inclu
   commits[1]?.settle([unavailable()]);
   await assert.rejects(a, (err: unknown) => err instanceof AppError && err.code === 'ERR_STORE_UNAVAILABLE', 'no attempt left');
   assert.equal(waits.length, 1);
-  const b = p.write(tenantId('t'), grant('r', 'b'));
+  const b = p.write(tenantId('t'), [grant('r', 'b')]);
   await flush();
   commits[2]?.settle([{ ok: false, error: toWire(new AppError('ERR_STORE_COMMIT_UNKNOWN', 'cut off')) }]);
   await assert.rejects(b, /cut off/, 'a commit that may have happened is never tried again');

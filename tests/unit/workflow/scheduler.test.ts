@@ -12,7 +12,7 @@ import type { Change } from '../../../src/authz/changes.ts';
 import type { TenantId } from '../../../src/authz/tenant.ts';
 import type { Logger } from '../../../src/log/index.ts';
 import { openStore } from '../../../src/store/index.ts';
-import type { Store } from '../../../src/store/port.ts';
+import type { BoundaryCommitted, Store } from '../../../src/store/port.ts';
 import { timestampAt } from '../../../src/time/index.ts';
 import type { DeliveryJob, DeliveryUpdate, RunEntry } from '../../../src/workflow/records.ts';
 import { Scheduler, type SchedulerOptions } from '../../../src/workflow/scheduler.ts';
@@ -48,6 +48,7 @@ function schedulerStore(store: Store, override: Partial<SchedulerStore> = {}): S
     runSchedule: (...a) => store.runSchedule(...a),
     claimDeliveries: (...a) => store.claimDeliveries(...a),
     recordDelivery: (...a) => store.recordDelivery(...a),
+    commitBoundaries: (...a) => store.commitBoundaries(...a),
     ...override,
   };
 }
@@ -57,7 +58,13 @@ const delivered = (job: DeliveryJob): Promise<DeliveryUpdate> =>
 
 /** A scheduler named `owner` on `clock`, with what it reports and logs. */
 function scheduler(store: SchedulerStore, clock: ManualClock, owner: string, deliver = delivered) {
-  const seen = { ran: [] as boolean[], leading: [] as boolean[], delivered: [] as DeliveryUpdate[], logged: [] as string[] };
+  const seen = {
+    ran: [] as boolean[],
+    leading: [] as boolean[],
+    delivered: [] as DeliveryUpdate[],
+    boundaries: [] as BoundaryCommitted[],
+    logged: [] as string[],
+  };
   const record =
     (level: string) =>
     (msg: string): void =>
@@ -72,7 +79,12 @@ function scheduler(store: SchedulerStore, clock: ManualClock, owner: string, del
     tickMs: TICK_MS,
     newWebhookId: () => `msg_${owner}_${++ids}`,
     log,
-    events: { ran: (_, ok) => seen.ran.push(ok), delivered: (u) => seen.delivered.push(u), leading: (l) => seen.leading.push(l) },
+    events: {
+      ran: (_, ok) => seen.ran.push(ok),
+      delivered: (u) => seen.delivered.push(u),
+      leading: (l) => seen.leading.push(l),
+      boundaries: (committed) => seen.boundaries.push(...committed),
+    },
     clock,
   });
   return { s, seen };
@@ -97,7 +109,7 @@ async function scheduled(store: Store, dueMs: number, webhookUrl: string | null 
     { op: 'permission.grant', role: 'ops', permission: 'deploy' },
     { op: 'membership.add', role: 'ops', user: 'alice' },
   ];
-  const settled = await store.writeMany(changes.map((change) => ({ tenant: t, change })));
+  const settled = await store.writeMany(changes.map((change) => ({ tenant: t, changes: [change] })));
   assert.ok(settled.every((s) => s.ok && s.value.ok));
   await store.putSchedule({ tenant: t, workflow: 'deploy', intervalSeconds: 60, webhookUrl, webhookSecret: 'whsec_dGVzdA==' }, dueMs, auditRow(t));
   return t;
@@ -130,6 +142,7 @@ test('a due schedule runs at the first tick after it is due, then once per inter
   assert.deepEqual([runs[0]?.added, runs[0]?.removed], [[], []], 'nothing changed since');
   assert.deepEqual(seen.ran, [true, true]);
   assert.deepEqual(seen.leading, [true]);
+  assert.deepEqual(seen.boundaries, [], 'no edge has a window: no boundary to commit');
   assert.deepEqual(seen.logged, ['info workflow scheduler leads']);
 });
 

@@ -93,12 +93,12 @@ export function windowsCases(topic: StoreTopic): void {
     assert.deepEqual(await topic.store.revisions([fresh]), []);
   });
 
-  it('If-Match: a request commits only at the revision named, else ERR_PRECONDITION_FAILED and nothing written', async () => {
+  it('If-Match: a request commits only at the revision named, else ERR_CONSISTENCY_PRECONDITION_FAILED and nothing written', async () => {
     const t = tenant();
     assert.ok((await request(topic.store, { tenant: t, changes: [roleOf('r')], ifMatch: 0 })).ok);
     const stale = await request(topic.store, { tenant: t, changes: [roleOf('s')], ifMatch: 0, audit: AUDIT });
     assert.ok(!stale.ok);
-    assert.equal(stale.error.code, 'ERR_PRECONDITION_FAILED');
+    assert.equal(stale.error.code, 'ERR_CONSISTENCY_PRECONDITION_FAILED');
     assert.equal(stale.index, undefined);
     assert.equal(stale.revision, 1);
     assert.match(stale.error.message, /"0".*1/);
