@@ -95,6 +95,7 @@ const files = [
   ...routeContract,
   ...badInput,
   'tests/features/property.test.ts',
+  'tests/features/property-windows.test.ts',
   'tests/features/boundaries.test.ts',
   'tests/ops/bench.test.ts',
   'tests/ops/bench-clients.test.ts',
@@ -143,6 +144,7 @@ const files = [
 const onPostgres = [
   ...routeContract,
   ...badInput,
+  'tests/features/property-windows.test.ts',
   'tests/features/authzen-rules.test.ts',
   'tests/features/authzen-search.test.ts',
   'tests/features/authzen-interop.test.ts',
@@ -155,6 +157,7 @@ const onPostgres = [
 const onOtherEngine = [
   ...routeContract,
   ...badInput,
+  'tests/features/property-windows.test.ts',
   ...clusterModes,
   'tests/cluster/durability.test.ts',
   'tests/ops/start.test.ts',
