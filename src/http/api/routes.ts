@@ -275,7 +275,8 @@ export const ROUTES: readonly Route[] = [
       records.map(({ revision, change, at }) => ({
         revision,
         op: change.op,
-        role: change.role,
+        role: 'role' in change ? change.role : undefined,
+        ...(change.op === 'client.import' ? { added: change.added, removed: change.removed } : {}),
         permission: 'permission' in change ? change.permission : undefined,
         user: 'user' in change ? change.user : undefined,
         ...wireWindow('notBefore' in change ? change.notBefore : undefined, 'expiresAt' in change ? change.expiresAt : undefined),
