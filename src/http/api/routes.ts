@@ -2,6 +2,7 @@ import { explain } from '../../authz/explain.ts';
 import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
 import type { Route } from './route-types.ts';
 import { WORKFLOW_ROUTES } from './workflow-routes.ts';
+import { DATA_ROUTES } from './data-routes.ts';
 import { askedWindow, createdDescription, WINDOW_ROUTES, windowOfBody, wireWindow } from './window-routes.ts';
 
 /** `v ?? throw 404` for reads whose role must exist: the refusal a write on that role would get. */
@@ -331,5 +332,6 @@ export const ROUTES: readonly Route[] = [
     summary: 'Many has_permission checks answered at one revision',
   },
   ...WINDOW_ROUTES,
+  ...DATA_ROUTES,
   ...WORKFLOW_ROUTES,
 ];
