@@ -1,6 +1,6 @@
 import { isName, NAME_RULE } from '../../authz/names.ts';
 import type { ImportEdge, ImportFile, ImportMode } from '../../authz/transfer.ts';
-import { appError, type AppError } from '../../errors/index.ts';
+import { AppError, appError } from '../../errors/index.ts';
 import type { EngineRequest, EngineResponse } from '../engine/port.ts';
 import type { BodyReader, BodyResult } from './body.ts';
 import { isJsonObject, own, readWindowKeys } from './window.ts';
@@ -54,7 +54,10 @@ export function readImport(reader: BodyReader, res: EngineResponse, req: EngineR
     return Promise.resolve({ error: err as AppError, close: true });
   }
   // Refused before a byte is read: the rest of the body is never read, so the connection closes.
-  if (!isNdjson(req.getHeader('content-type'))) return Promise.resolve({ error: appError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE'), close: true });
+  if (!isNdjson(req.getHeader('content-type'))) {
+    const error = new AppError('ERR_HTTP_UNSUPPORTED_MEDIA_TYPE', `body must be sent with Content-Type ${NDJSON_TYPE}`);
+    return Promise.resolve({ error, close: true });
+  }
   const now = Date.now() * 1000;
   return new Promise((resolve) => {
     reader.collect(res, req, (body) => {
