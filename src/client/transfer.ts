@@ -77,5 +77,3 @@ export async function* exportLines(baseUrl: string, key: string | undefined): As
   }
   if (rest.length > 0) yield rest;
 }
-
-

@@ -12,7 +12,8 @@ export function dataOperation(r: DataRoute, op: Record<string, unknown>): void {
   const parameters = op.parameters as object[];
   if (r.id === 'export') {
     responses[200] = {
-      description: 'A header line, then one line per role, grant and membership (pending ones included), by code point; cut before its end if the client changed meanwhile',
+      description:
+        'A header line, then one line per role, grant and membership (pending ones included), by code point; cut before its end if the client changed meanwhile',
       headers: { ...HEADER.requestId, ...HEADER.revision(true) },
       content: { 'application/x-ndjson': { schema: data.exportLines } },
     };
@@ -29,9 +30,18 @@ export function dataOperation(r: DataRoute, op: Record<string, unknown>): void {
     415: 'Body is not application/x-ndjson',
   };
   for (const [status, text] of Object.entries(refusals)) responses[status] = error(text, errorHeaders(Number(status), true));
-  op.requestBody = { required: true, content: { 'application/x-ndjson': { schema: { type: 'string', description: 'An export: its header line, then its lines' } } } };
+  op.requestBody = {
+    required: true,
+    content: { 'application/x-ndjson': { schema: { type: 'string', description: 'An export: its header line, then its lines' } } },
+  };
   parameters.push(
-    { name: 'mode', in: 'query', required: false, description: 'merge (default) adds what is missing; replace makes the data exactly the file', schema: { enum: ['merge', 'replace'] } },
+    {
+      name: 'mode',
+      in: 'query',
+      required: false,
+      description: 'merge (default) adds what is missing; replace makes the data exactly the file',
+      schema: { enum: ['merge', 'replace'] },
+    },
     { name: 'dry_run', in: 'query', required: false, description: 'true: store nothing, answer what would change', schema: { enum: ['true', 'false'] } },
     {
       name: 'If-Match',

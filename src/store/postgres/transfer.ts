@@ -31,7 +31,10 @@ const SQL = {
   allRoles: s('import_roles', 'SELECT role, description FROM roles WHERE client_id = $1'),
   allGrants: s('import_grants', 'SELECT role, permission AS other, not_before, expires_at FROM grants WHERE client_id = $1'),
   allMembers: s('import_members', 'SELECT role, "user" AS other, not_before, expires_at FROM memberships WHERE client_id = $1'),
-  deleteGrants: s('import_delete_grants', 'DELETE FROM grants g USING unnest($2::text[], $3::text[]) AS d(role, other) WHERE g.client_id = $1 AND g.role = d.role AND g.permission = d.other'),
+  deleteGrants: s(
+    'import_delete_grants',
+    'DELETE FROM grants g USING unnest($2::text[], $3::text[]) AS d(role, other) WHERE g.client_id = $1 AND g.role = d.role AND g.permission = d.other',
+  ),
   deleteMembers: s(
     'import_delete_members',
     'DELETE FROM memberships m USING unnest($2::text[], $3::text[]) AS d(role, other) WHERE m.client_id = $1 AND m.role = d.role AND m."user" = d.other',
