@@ -39,7 +39,7 @@ export type Change =
 export type ChangeOp = Change['op'];
 
 /**
- * An import of a whole client (docs/api.md §13.1): one change at one revision, which carries
+ * An import of a whole client (docs/api.md §17): one change at one revision, which carries
  * only how many export lines it added and removed. The edges it changed are not in it (a million
  * of them would not travel between processes): a graph cannot apply it, and is hydrated again.
  */

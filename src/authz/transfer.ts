@@ -1,7 +1,7 @@
 import type { Change } from './changes.ts';
 
 /*
- * A client's data as it leaves and comes back (docs/api.md §13.1): the rows of an export, read
+ * A client's data as it leaves and comes back (docs/api.md §17): the rows of an export, read
  * page by page, and the contents of an import, as plain arrays that cross threads cheaply.
  * Bounds are microseconds since the epoch, `null` when open.
  */

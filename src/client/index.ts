@@ -113,7 +113,7 @@ export class RbacClient {
     return result;
   }
 
-  /** GET /api/export: the client's data as NDJSON lines, streamed (docs/api.md §13.1). */
+  /** GET /api/export: the client's data as NDJSON lines, streamed (docs/api.md §17). */
   exportClient(): AsyncGenerator<string> {
     return exportLines(this.baseUrl, this.key);
   }

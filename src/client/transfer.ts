@@ -1,7 +1,7 @@
-import type { ApiResult, WriteOptions } from './types.ts';
+import type { WriteOptions } from './types.ts';
 
 /*
- * A client's data leaving and coming back (docs/api.md §13.1): the export read line by line as
+ * A client's data leaving and coming back (docs/api.md §17): the export read line by line as
  * it streams (memory stays one chunk), and the import sent as it is given.
  */
 

@@ -15,7 +15,7 @@ export interface Backend {
   /** The tenant's audit rows after `after` (from the top when undefined), newest first by time then id, at most `limit`. */
   audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]>;
   /**
-   * Imports a client's data (docs/api.md §13.1): in the tenant's turn among its writes, one
+   * Imports a client's data (docs/api.md §17): in the tenant's turn among its writes, one
    * revision and one fanned-out change, answered once every cached graph of this instance
    * reflects it; a dry run stores nothing.
    */

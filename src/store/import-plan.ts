@@ -2,7 +2,7 @@ import type { Change } from '../authz/changes.ts';
 import type { ImportCounts, ImportEdge, ImportFile, ImportMode } from '../authz/transfer.ts';
 
 /*
- * What an import changes (docs/api.md §13.1), worked out from the tenant's stored rows and the
+ * What an import changes (docs/api.md §17), worked out from the tenant's stored rows and the
  * file, the same for every adapter: each adapter reads the rows and applies the plan in its own
  * transaction.
  */

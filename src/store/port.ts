@@ -70,14 +70,14 @@ export interface TenantStore {
    */
   commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
   /**
-   * A page of the tenant's export (docs/api.md §13.1): at most `limit` rows after `after` (from
+   * A page of the tenant's export (docs/api.md §17): at most `limit` rows after `after` (from
    * the start when undefined) in the export's order (roles by role, grants by role then
    * permission, memberships by role then user, code point order), read in one transaction with
    * the tenant's revision, which the caller compares from page to page.
    */
   exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage>;
   /**
-   * Imports a client's data (docs/api.md §13.1) in one transaction: what `file` changes in
+   * Imports a client's data (docs/api.md §17) in one transaction: what `file` changes in
    * `mode`, at one new revision with one changelog row `client.import` and one audit row, or
    * nothing at all when it changes nothing (no revision). Refused (412) when `ifMatch` is given
    * and the tenant is not at it. `dry`: nothing is written; the answer says what would be, with

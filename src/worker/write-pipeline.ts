@@ -184,7 +184,7 @@ export class WritePipeline {
 
   /**
    * Runs `commit` in the tenant's turn among its writes, like a schedule's change (an import,
-   * docs/api.md §13.1, which commits and fans out by itself), and answers what it answers.
+   * docs/api.md §17, which commits and fans out by itself), and answers what it answers.
    */
   inTurn<T>(tenant: TenantId, commit: () => Promise<T>): Promise<T> {
     return this.#scheduleChange(tenant, commit);

@@ -3,7 +3,7 @@ import type { DataRoute } from './route-types.ts';
 import { data, envelope } from './schemas.ts';
 
 /**
- * What the OpenAPI document says of the two NDJSON routes (docs/api.md §13.1) beyond any route:
+ * What the OpenAPI document says of the two NDJSON routes (docs/api.md §17) beyond any route:
  * the export's body is lines, not an envelope; the import takes lines, a mode, a dry run and
  * If-Match, and refuses 412, 413 and 415 as well.
  */

@@ -1,6 +1,6 @@
 import type { Route } from './route-types.ts';
 
-/** The routes of a client's data leaving and coming back as NDJSON (docs/api.md §13.1). */
+/** The routes of a client's data leaving and coming back as NDJSON (docs/api.md §17). */
 export const DATA_ROUTES: readonly Route[] = [
   {
     id: 'export',

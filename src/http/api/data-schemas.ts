@@ -1,7 +1,7 @@
 import { NAME_PATTERN } from '../../authz/names.ts';
 
 /*
- * The schemas of a client's data leaving and coming back (docs/api.md §13.1): the lines of the
+ * The schemas of a client's data leaving and coming back (docs/api.md §17): the lines of the
  * NDJSON export and import, and the answers of an import. Merged into schemas.ts's `data`.
  */
 

@@ -150,7 +150,7 @@ export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
 }
 
-/** GET /api/export and POST /api/import (docs/api.md §13.1): a client's data as NDJSON, out and in. */
+/** GET /api/export and POST /api/import (docs/api.md §17): a client's data as NDJSON, out and in. */
 export interface DataRoute extends RouteBase<'export' | 'client.import'> {
   readonly kind: 'data';
 }

@@ -27,7 +27,7 @@ export interface ApiParts {
   readonly prelude: Prelude;
   readonly credentials: Credentials;
   readonly body: BodyReader;
-  /** POST /api/import's bodies: NDJSON up to AUTH_IMPORT_MAX_BYTES (docs/api.md §13.1). */
+  /** POST /api/import's bodies: NDJSON up to AUTH_IMPORT_MAX_BYTES (docs/api.md §17). */
   readonly importBody: BodyReader;
   readonly answers: Answers;
   readonly reply: Reply;

@@ -40,7 +40,7 @@ function lineOf(row: ExportRow): string {
 export type GraphAtLeast = (t: TenantTarget, revision: number) => Promise<TenantGraph | AppError>;
 
 /**
- * GET /api/export and POST /api/import (docs/api.md §13.1). The export is read page by page,
+ * GET /api/export and POST /api/import (docs/api.md §17). The export is read page by page,
  * each page in one transaction with the revision, and written as it is read, waiting whenever
  * the engine holds bytes back: memory stays one page whatever the client's size, and the event
  * loop is free between pages. The pages are one snapshot as long as the revision stays the

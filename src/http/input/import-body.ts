@@ -6,7 +6,7 @@ import type { BodyReader, BodyResult } from './body.ts';
 import { isJsonObject, own, readWindowKeys } from './window.ts';
 
 /*
- * The body of POST /api/import (docs/api.md §13.1): NDJSON in the export's format, its header
+ * The body of POST /api/import (docs/api.md §17): NDJSON in the export's format, its header
  * line first. Any bad line is a 400 naming its number and what is wrong; nothing is imported.
  */
 

@@ -133,7 +133,7 @@ export class Reply {
   }
 
   /**
-   * Starts a streamed answer (the NDJSON export, docs/api.md §13.1): counted, logged and audited
+   * Starts a streamed answer (the NDJSON export, docs/api.md §17): counted, logged and audited
    * as {@link send} does, its status and headers written; the caller then writes the body with
    * the engine's `write` and ends it (or closes the connection when it cannot be completed).
    */

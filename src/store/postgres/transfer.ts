@@ -90,7 +90,7 @@ async function bulk<T>(db: Db, statement: (typeof SQL)[keyof typeof SQL], id: st
 }
 
 /**
- * A client's data leaving and coming back (docs/api.md §13.1) on PostgreSQL. An export page is
+ * A client's data leaving and coming back (docs/api.md §17) on PostgreSQL. An export page is
  * one REPEATABLE READ read-only transaction: its rows and the tenant's revision agree. An import
  * is one transaction under the tenant's row lock (the writers' queue), its plan worked out from
  * the rows it reads inside it; rows go in and out in bulk statements.

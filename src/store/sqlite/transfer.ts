@@ -38,7 +38,7 @@ function prepareTransfer(db: Database.Database) {
 const bound = (v: unknown): Bound => (v === null || v === undefined ? null : Number(v));
 
 /**
- * A client's data leaving and coming back (docs/api.md §13.1) on SQLite. An export page is one
+ * A client's data leaving and coming back (docs/api.md §17) on SQLite. An export page is one
  * read transaction: its rows and the tenant's revision agree. An import is one write transaction
  * (the lock taken at once), its plan worked out from the rows it reads inside it.
  */
