@@ -101,6 +101,7 @@ const files = [
   ...clusterModes,
   'tests/unit/store/resilience.test.ts',
   'tests/cluster/instances.test.ts',
+  'tests/cluster/boundaries-instances.test.ts',
   'tests/cluster/haproxy.test.ts',
   'tests/features/unknown-clients.test.ts',
   'tests/features/client-timed.test.ts',
