@@ -26,6 +26,7 @@ const routeContract = [
   'tests/contract/batches.test.ts',
   'tests/contract/dry-run.test.ts',
   'tests/contract/preconditions.test.ts',
+  'tests/contract/export-import.test.ts',
 ];
 const badInput = ['tests/contract/bad-names.test.ts', 'tests/contract/bad-bodies.test.ts', 'tests/contract/bad-queries.test.ts'];
 

@@ -38,6 +38,28 @@ export type Change =
 
 export type ChangeOp = Change['op'];
 
+/**
+ * An import of a whole client (docs/api.md §17): one change at one revision, which carries
+ * only how many export lines it added and removed. The edges it changed are not in it (a million
+ * of them would not travel between processes): a graph cannot apply it, and is hydrated again.
+ */
+export interface ImportChange {
+  readonly op: 'client.import';
+  readonly added: number;
+  readonly removed: number;
+}
+
+/** A change as the changelog, the fan-out and the caches see it: a write's change, or an import. */
+export type LoggedChange = Change | ImportChange;
+
+/**
+ * The changes a graph can apply one by one; undefined when they hold an import, which a graph
+ * reflects only by being hydrated again.
+ */
+export function edgeChanges(changes: readonly LoggedChange[]): readonly Change[] | undefined {
+  return changes.some((c) => c.op === 'client.import') ? undefined : (changes as readonly Change[]);
+}
+
 export const CHANGE_OPS: readonly ChangeOp[] = [
   'role.create',
   'role.delete',
@@ -97,7 +119,7 @@ export function isOpen(w: Window | undefined, nowMicros: number): boolean {
 /** A change as the changelog keeps it: each change of one write request has that request's revision. */
 export interface ChangeRecord {
   readonly revision: number;
-  readonly change: Change;
+  readonly change: LoggedChange;
   /** When it committed, or for a boundary change the boundary itself (wire timestamp format). */
   readonly at: string;
 }
@@ -105,12 +127,12 @@ export interface ChangeRecord {
 /** The changes of one write request, as the caches apply them: all at one revision. */
 export interface Commit {
   readonly revision: number;
-  readonly changes: readonly Change[];
+  readonly changes: readonly LoggedChange[];
 }
 
 /** Changelog records (ascending, a request's rows together) as commits: one per revision. */
 export function commitsOf(records: readonly ChangeRecord[]): Commit[] {
-  const out: Array<{ revision: number; changes: Change[] }> = [];
+  const out: Array<{ revision: number; changes: LoggedChange[] }> = [];
   for (const r of records) {
     const last = out.at(-1);
     if (last !== undefined && last.revision === r.revision) last.changes.push(r.change);

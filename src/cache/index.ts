@@ -1,4 +1,4 @@
-import { commitsOf, type Change, type ChangeRecord } from '../authz/changes.ts';
+import { commitsOf, edgeChanges, type Change, type ChangeRecord, type Commit, type LoggedChange } from '../authz/changes.ts';
 import type { GraphImage } from '../authz/graph-image.ts';
 import { TenantGraph } from '../authz/graph.ts';
 import type { TenantId } from '../authz/tenant.ts';
@@ -154,7 +154,7 @@ export class TenantCache {
     const g = this.#graphs.peek(tenant);
     if (g === undefined || g.revision >= stored) return;
     try {
-      for (const c of commitsOf(await replay(g.revision))) g.apply(c.changes, c.revision);
+      replayOnto(g, commitsOf(await replay(g.revision)));
     } catch {
       // the graph stays behind and is dropped below
     }
@@ -187,7 +187,7 @@ export class TenantCache {
    * not are the missing revisions replayed from the changelog; if that fails or falls short, the
    * graph is dropped so the next request hydrates a complete one. Never applies out of order.
    */
-  apply(tenant: TenantId, changes: readonly Change[], revision: number, replay: Replay): Promise<void> {
+  apply(tenant: TenantId, logged: readonly LoggedChange[], revision: number, replay: Replay): Promise<void> {
     // A committed change: the tenant exists from now on (its first write is heard here).
     this.#index.add(tenant);
     if (this.#inflight.has(tenant)) {
@@ -195,6 +195,12 @@ export class TenantCache {
     }
     const g = this.#graphs.peek(tenant);
     if (g === undefined) return DONE;
+    const changes = edgeChanges(logged);
+    if (changes === undefined) {
+      // An import: the next request hydrates the graph at its revision (or later).
+      if (revision > g.revision) this.drop(tenant);
+      return DONE;
+    }
     const result = g.apply(changes, revision);
     if (result === 'stale') return DONE;
     if (result === 'applied') {
@@ -260,7 +266,7 @@ export class TenantCache {
     if (this.#held.get(tenant) !== held) return;
     if (this.#graphs.peek(tenant) === g) {
       try {
-        for (const c of commitsOf(await replay(g.revision))) g.apply(c.changes, c.revision);
+        replayOnto(g, commitsOf(await replay(g.revision)));
       } catch {
         // the graph stays behind and is dropped below
       }
@@ -336,5 +342,14 @@ export class TenantCache {
     const list = this.#waiters.get(tenant);
     if (list === undefined) return;
     for (const w of [...list]) if (w.revision <= revision) w.resolve(true);
+  }
+}
+
+/** Applies replayed commits in order, up to the first import (the graph then stays behind, and is dropped). */
+function replayOnto(g: TenantGraph, commits: readonly Commit[]): void {
+  for (const c of commits) {
+    const changes = edgeChanges(c.changes);
+    if (changes === undefined) return;
+    g.apply(changes, c.revision);
   }
 }

@@ -15,6 +15,7 @@ import type {
   SearchPage,
   SubjectSearchRequest,
 } from './authzen.ts';
+import { exportLines, importPath, type ImportOptions, type ImportPreview, type ImportResult } from './transfer.ts';
 import { batchBody, ifMatchHeader, windowBody, type BatchApplied, type BatchWrite, type Preview, type WindowEntry, type WindowInput } from './timed.ts';
 import type {
   ApiResult,
@@ -44,6 +45,8 @@ export type * from './authzen.ts';
 export type * from './types.ts';
 export type * from './timed.ts';
 export { rfc3339 } from './timed.ts';
+export type * from './transfer.ts';
+export { ExportError } from './transfer.ts';
 
 /** The options of a grant or membership write: its window (docs/api.md §12.1) and If-Match. */
 export type EdgeWriteOptions = WriteOptions & WindowInput;
@@ -108,6 +111,17 @@ export class RbacClient {
     };
     this.#onResponse?.(method, path, result);
     return result;
+  }
+
+  /** GET /api/export: the client's data as NDJSON lines, streamed (docs/api.md §17). */
+  exportClient(): AsyncGenerator<string> {
+    return exportLines(this.baseUrl, this.key);
+  }
+
+  /** POST /api/import with an NDJSON body (an export); `dryRun` stores nothing and answers the pairs that would change. */
+  importClient(body: string | Uint8Array, options: ImportOptions = {}): Promise<ApiResult<ImportResult | ImportPreview>> {
+    const { mode: _mode, dryRun: _dry, ...write } = options;
+    return this.request('POST', importPath(options), { ...write, rawBody: body, contentType: 'application/x-ndjson' });
   }
 
   private page<T>(path: string, options: PageOptions = {}): Promise<ApiResult<T>> {

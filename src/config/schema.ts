@@ -51,6 +51,13 @@ export const configSchema = {
     AUTH_METRICS_HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
     AUTH_METRICS_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 9464 },
     AUTH_MAX_BODY_BYTES: { type: 'integer', minimum: 64, maximum: 1073741824, default: 1048576 },
+    AUTH_IMPORT_MAX_BYTES: {
+      type: 'integer',
+      minimum: 1024,
+      maximum: 1099511627776,
+      default: 1073741824,
+      description: 'The largest POST /api/import body; AUTH_MAX_BODY_BYTES does not apply to it.',
+    },
     AUTH_WEBHOOK_ALLOWED_HOSTS: {
       type: 'string',
       minLength: 1,

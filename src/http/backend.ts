@@ -1,4 +1,5 @@
-import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
+import type { Change, ChangeRecord, WriteOutcome, WriteRefused } from '../authz/changes.ts';
+import type { ExportPage, ExportPosition, ImportDone, ImportFile, ImportMode } from '../authz/transfer.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { RunEntry, ScheduleEntry, ScheduleInput } from '../workflow/records.ts';
@@ -13,6 +14,14 @@ export interface Backend {
   write(tenant: TenantId, changes: readonly Change[], audit: AuditOfWrite | undefined, ifMatch?: number): Promise<WriteOutcome>;
   /** The tenant's audit rows after `after` (from the top when undefined), newest first by time then id, at most `limit`. */
   audit(tenant: TenantId, after: AuditPosition | undefined, limit: number): Promise<AuditEntry[]>;
+  /**
+   * Imports a client's data (docs/api.md §17): in the tenant's turn among its writes, one
+   * revision and one fanned-out change, answered once every cached graph of this instance
+   * reflects it; a dry run stores nothing.
+   */
+  importData(request: ImportRequest): Promise<ImportDone | WriteRefused>;
+  /** A page of the tenant's export, read with its revision (see TenantStore.exportPage). */
+  exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage>;
   /** Takes an audit row recorded after its answer (batched; never waits). */
   recordAudit(row: AuditRecord): void;
   /** The tenant's changelog after `since`, ascending, at most `limit` entries. */
@@ -32,4 +41,14 @@ export interface Backend {
   runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined>;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady(): Promise<string[]>;
+}
+
+/** An import as the HTTP layer asks for it (the store's ImportRequest, which it may not import). */
+export interface ImportRequest {
+  readonly tenant: TenantId;
+  readonly mode: ImportMode;
+  readonly file: ImportFile;
+  readonly ifMatch?: number | undefined;
+  readonly audit?: AuditOfWrite | undefined;
+  readonly dry: boolean;
 }

@@ -94,9 +94,9 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     credentials,
     body: new BodyReader(config.AUTH_MAX_BODY_BYTES),
     reply,
-    slow: new SlowPath(cache, backend, answers, reply, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows),
+    slow: new SlowPath(cache, backend, answers, reply, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows, deps.log),
   };
-  const api = new ApiHandler({ ...shared, answers });
+  const api = new ApiHandler({ ...shared, answers, importBody: new BodyReader(config.AUTH_IMPORT_MAX_BYTES) });
   const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','), config.AUTH_AUTHZEN_DENY_REASONS);
   const authzen = new AuthzenHandler({ ...shared, cache, drain, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
   const app = deps.engine.createApp();

@@ -1,4 +1,4 @@
-import type { Change } from '../authz/changes.ts';
+import type { LoggedChange } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 
 /**
@@ -11,7 +11,7 @@ export interface ChangeMessage {
   readonly tenant: TenantId;
   readonly revision: number;
   /** The request's changes, in order, all at `revision`. */
-  readonly changes?: readonly Change[];
+  readonly changes?: readonly LoggedChange[];
   /** When the change committed (ms since the epoch), for the invalidation delay. */
   readonly at?: number;
   /** Committed by another instance (it came through Redis). */

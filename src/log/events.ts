@@ -30,6 +30,7 @@ export const LOG_EVENTS = {
   // Requests.
   'http.access': 'access',
   'http.request_failed': 'request failed',
+  'http.export_cut': 'export cut: the client changed while it was read',
   // The database layer of a worker.
   'store.thread_failed': 'store thread failed; replaced',
   'store.priority_failed': 'store thread could not lower its CPU priority; it runs at normal priority',

@@ -1,4 +1,4 @@
-import type { Change, Window } from '../authz/changes.ts';
+import type { ImportChange, LoggedChange, Window } from '../authz/changes.ts';
 
 /** The columns of a changelog row, as any adapter reads them. */
 export interface ChangelogColumns {
@@ -30,8 +30,21 @@ function required(v: unknown, op: string): number {
   return n;
 }
 
+/**
+ * An import's changelog row keeps its counts in the description column, as JSON: the row names
+ * no role (its `role` is ''), and a description is what only role.create otherwise stores.
+ */
+export function importDescription(change: ImportChange): string {
+  return JSON.stringify({ added: change.added, removed: change.removed });
+}
+
+function importOfRow(r: ChangelogColumns): ImportChange {
+  const counts = JSON.parse(r.description) as { added?: unknown; removed?: unknown };
+  return { op: 'client.import', added: Number(counts.added ?? 0), removed: Number(counts.removed ?? 0) };
+}
+
 /** Rebuilds a change from its changelog row (the same for every adapter). */
-export function changeFromRow(r: ChangelogColumns): Change {
+export function changeFromRow(r: ChangelogColumns): LoggedChange {
   const role = String(r.role);
   const [permission, user] = [String(r.permission), String(r.user)];
   switch (r.op) {
@@ -57,6 +70,8 @@ export function changeFromRow(r: ChangelogColumns): Change {
       return { op: r.op, role, user, notBefore: required(r.notBefore, r.op) };
     case 'membership.expire':
       return { op: r.op, role, user, expiresAt: required(r.expiresAt, r.op) };
+    case 'client.import':
+      return importOfRow(r);
     default:
       throw new Error(`unknown op in changelog: ${String(r.op)}`);
   }

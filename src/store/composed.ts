@@ -1,9 +1,10 @@
 import type { AuditEntry, AuditRecord } from '../audit/record.ts';
 import type { ChangeRecord, Snapshot } from '../authz/changes.ts';
 import type { GraphImage } from '../authz/graph-image.ts';
+import type { ExportPage, ExportPosition, ImportDone } from '../authz/transfer.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
-import type { AuditPosition, AuditStore, BoundaryCommitted, CreatedTenants, Meta, PendingWrite, Store, StoreRoles, TenantStore, WriteSettled } from './port.ts';
+import type { AuditPosition, AuditStore, BoundaryCommitted, CreatedTenants, ImportRequest, WriteRefused, Meta, PendingWrite, Store, StoreRoles, TenantStore, WriteSettled } from './port.ts';
 
 /**
  * The base of an adapter made of its roles (one object each, in files of their own): each store
@@ -51,6 +52,12 @@ export abstract class ComposedStore implements Store {
     return this.#tenant.commitBoundaries(nowMicros, limit);
   }
 
+  exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
+    return this.#tenant.exportPage(tenant, after, limit);
+  }
+  importData(request: ImportRequest): Promise<ImportDone | WriteRefused> {
+    return this.#tenant.importData(request);
+  }
   appendAudit(rows: readonly AuditRecord[]): Promise<void> {
     return this.#audit.appendAudit(rows);
   }

@@ -2,10 +2,12 @@ import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../au
 import type { BoundaryCommitted, Change, ChangeRecord, Snapshot, WriteOutcome } from '../authz/changes.ts';
 import { buffersOf, isGraphImage, type GraphImage } from '../authz/graph-image.ts';
 import type { TenantId } from '../authz/tenant.ts';
+import type { ExportPage, ExportPosition, ImportDone, ImportFile, ImportMode } from '../authz/transfer.ts';
 import type { WireError } from '../errors/index.ts';
 import type { WorkflowStore } from '../workflow/records.ts';
 
 export type { BoundaryCommitted, WriteCommitted, WriteOutcome, WriteRefused } from '../authz/changes.ts';
+import type { WriteRefused } from '../authz/changes.ts';
 export type { RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
 export type { AuditPosition } from '../audit/record.ts';
 
@@ -67,6 +69,32 @@ export interface TenantStore {
    * left alone). Answers what it committed, in commit order.
    */
   commitBoundaries(nowMicros: number, limit: number): Promise<BoundaryCommitted[]>;
+  /**
+   * A page of the tenant's export (docs/api.md §17): at most `limit` rows after `after` (from
+   * the start when undefined) in the export's order (roles by role, grants by role then
+   * permission, memberships by role then user, code point order), read in one transaction with
+   * the tenant's revision, which the caller compares from page to page.
+   */
+  exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage>;
+  /**
+   * Imports a client's data (docs/api.md §17) in one transaction: what `file` changes in
+   * `mode`, at one new revision with one changelog row `client.import` and one audit row, or
+   * nothing at all when it changes nothing (no revision). Refused (412) when `ifMatch` is given
+   * and the tenant is not at it. `dry`: nothing is written; the answer says what would be, with
+   * the difference as writes.
+   */
+  importData(request: ImportRequest): Promise<ImportDone | WriteRefused>;
+}
+
+/** An import as the store takes it. */
+export interface ImportRequest {
+  readonly tenant: TenantId;
+  readonly mode: ImportMode;
+  readonly file: ImportFile;
+  readonly ifMatch?: number | undefined;
+  /** The request's audit row (action `client.import`), committed with the import. */
+  readonly audit?: AuditOfWrite | undefined;
+  readonly dry: boolean;
 }
 
 /** The audit trail. */

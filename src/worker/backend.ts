@@ -1,12 +1,15 @@
 import type { AuditEntry, AuditOfWrite, AuditPosition, AuditRecord } from '../audit/record.ts';
 import type { AuditTrail } from '../audit/trail.ts';
-import type { Change, ChangeRecord, WriteOutcome } from '../authz/changes.ts';
+import type { Change, ChangeRecord, WriteOutcome, WriteRefused } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { Backend } from '../http/server.ts';
 import type { WorkerMetrics } from '../metrics/worker.ts';
-import type { RunEntry, ScheduleEntry, ScheduleInput } from '../store/port.ts';
+import type { ImportRequest, RunEntry, ScheduleEntry, ScheduleInput } from '../store/port.ts';
+import type { ExportPage, ExportPosition, ImportDone } from '../authz/transfer.ts';
 import type { ResilientStore } from '../store/wrappers/resilient.ts';
 import { counted, countedSchedule } from './metrics.ts';
+import type { FanOut } from './fan-out.ts';
+import { AppError } from '../errors/index.ts';
 import type { WritePipeline } from './write-pipeline.ts';
 
 /** The instance's Redis subscription as the primary reports it ('off' without Redis). */
@@ -21,8 +24,10 @@ export class WorkerBackend implements Backend {
   readonly #trail: AuditTrail;
   readonly #metrics: WorkerMetrics | undefined;
   readonly #redis: RedisStatus;
+  readonly #fanOut: FanOut;
 
-  constructor(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus) {
+  constructor(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus, fanOut: FanOut) {
+    this.#fanOut = fanOut;
     this.#store = store;
     this.#pipeline = pipeline;
     this.#trail = trail;
@@ -39,6 +44,35 @@ export class WorkerBackend implements Backend {
   }
   deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
     return countedSchedule(this.#pipeline.deleteSchedule(tenant, workflow, audit), 'workflow.unschedule', this.#metrics);
+  }
+  /**
+   * In the tenant's turn among its writes: committed, then fanned out (its one `client.import`
+   * change drops every cached graph of the tenant, which hydrates again) before it is answered; a
+   * refusal's revision is reached first, as a write's is. A dry run only reads.
+   */
+  importData(request: ImportRequest): Promise<ImportDone | WriteRefused> {
+    const done = this.#pipeline.inTurn(request.tenant, async () => {
+      const outcome = await this.#store.importData(request);
+      if (outcome.ok && outcome.changed && !request.dry) {
+        await this.#fanOut.fanOutLogged(request.tenant, outcome.revision, [{ op: 'client.import', added: outcome.added, removed: outcome.removed }]);
+      }
+      return outcome;
+    });
+    if (request.dry || this.#metrics === undefined) return done;
+    const metrics = this.#metrics;
+    return done.then(
+      (outcome) => {
+        metrics.write('client.import', outcome.ok ? 'ok' : outcome.error.code);
+        return outcome;
+      },
+      (err: unknown) => {
+        metrics.write('client.import', err instanceof AppError ? err.code : 'ERR_INTERNAL');
+        throw err;
+      },
+    );
+  }
+  exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
+    return this.#store.exportPage(tenant, after, limit);
   }
   recordAudit(row: AuditRecord): void {
     this.#trail.record(row);

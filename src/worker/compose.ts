@@ -57,7 +57,8 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     metrics = workerMetrics(config, cache, pooled, store);
     const replay = changelogReplay(store);
     // Writes, schedule changes included, committed in batches on the pool's write slots, then fanned out.
-    const pipeline = new WritePipeline(store, new FanOut(cache, bus, replay), {
+    const fanOut = new FanOut(cache, bus, replay);
+    const pipeline = new WritePipeline(store, fanOut, {
       commitSlots: pooled.writeSlots,
       fanOutSlots: FAN_OUT_SLOTS,
       maxBatch: MAX_WRITE_BATCH,
@@ -68,7 +69,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const revalidator = startRevalidation(cache, store, measuredReplay(replay, metrics), created, config.AUTH_REVALIDATE_MS, log);
     const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
-    const backend = new WorkerBackend(store, pipeline, trail, metrics, redis);
+    const backend = new WorkerBackend(store, pipeline, trail, metrics, redis, fanOut);
     // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
     const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
     const server = await startHttpServer({

@@ -1,3 +1,4 @@
+import type { LoggedChange } from '../authz/changes.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { Replay, TenantCache } from '../cache/index.ts';
 import type { Bus } from '../invalidation/index.ts';
@@ -34,6 +35,17 @@ export class FanOut implements FanOutStage {
           outcome.ok ? { v: 1, tenant, revision: outcome.revision, changes: outcome.changes, at: Date.now() } : { v: 1, tenant, revision: outcome.revision },
         ),
       ),
+    ]);
+  }
+
+  /**
+   * Fans out one commit that is not a write request's (an import's `client.import`): applied here
+   * (the graph is dropped, to be hydrated again) and sent to every other holder of graphs.
+   */
+  async fanOutLogged(tenant: TenantId, revision: number, changes: readonly LoggedChange[]): Promise<void> {
+    await Promise.all([
+      this.#cache.apply(tenant, changes, revision, this.#replay(tenant)),
+      this.#bus.publish([{ v: 1, tenant, revision, changes, at: Date.now() }]),
     ]);
   }
 }

@@ -182,6 +182,14 @@ export class WritePipeline {
     return this.#scheduleChange(tenant, () => this.#store.deleteSchedule(tenant, workflow, audit));
   }
 
+  /**
+   * Runs `commit` in the tenant's turn among its writes, like a schedule's change (an import,
+   * docs/api.md §17, which commits and fans out by itself), and answers what it answers.
+   */
+  inTurn<T>(tenant: TenantId, commit: () => Promise<T>): Promise<T> {
+    return this.#scheduleChange(tenant, commit);
+  }
+
   #scheduleChange<T>(tenant: TenantId, commit: () => Promise<T>): Promise<T> {
     return new Promise((resolve, reject) => {
       const run = async (): Promise<void> => {

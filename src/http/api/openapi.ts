@@ -1,3 +1,4 @@
+import { dataOperation } from './data-openapi.ts';
 import { NAME_RULE } from '../../authz/names.ts';
 import { BUILD } from '../../config/build.ts';
 import { accessOf, isPaged, type Route } from './route-types.ts';
@@ -140,6 +141,7 @@ export function buildOpenApi(routes: readonly Route[]): object {
         content: { 'application/json': { schema: bodies[r.body] } },
       };
     }
+    if (r.kind === 'data') dataOperation(r, op);
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   Object.assign(paths, PLAIN_PATHS, authzenPaths());

@@ -37,7 +37,8 @@ export type RouteId =
   | 'check'
   | 'workflow.users'
   | 'workflow.can_run'
-  | WorkflowRoute['id'];
+  | WorkflowRoute['id']
+  | DataRoute['id'];
 
 export interface RouteBase<Id extends RouteId = RouteId> {
   readonly id: Id;
@@ -149,8 +150,24 @@ export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow
   readonly op: 'schedule' | 'unschedule' | 'schedules' | 'runs';
 }
 
+/** GET /api/export and POST /api/import (docs/api.md §17): a client's data as NDJSON, out and in. */
+export interface DataRoute extends RouteBase<'export' | 'client.import'> {
+  readonly kind: 'data';
+}
+
 export type Route =
-  HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+  | HasPermissionRoute
+  | CheckRoute
+  | DecisionRoute
+  | ReadRoute
+  | ListRoute
+  | WriteRoute
+  | PreviewRoute
+  | LogRoute
+  | TokenRoute
+  | AuditRoute
+  | WorkflowRoute
+  | DataRoute;
 
 /** The routes answered from the tenant graph, in memory (once it is cached and recent enough). */
 export type GraphRoute = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute;
@@ -170,6 +187,7 @@ export function isGraphRoute(route: Route): route is GraphRoute {
     case 'token':
     case 'audit':
     case 'workflow':
+    case 'data':
       return false;
   }
 }
@@ -181,7 +199,7 @@ export function isPaged(route: Route): boolean {
 
 /** Whether a successful request's audit row commits in the store with what it changed (not after the answer). */
 export function auditCommitsWithChange(route: Route): boolean {
-  return route.kind === 'write' || (route.kind === 'workflow' && accessOf(route) === 'write');
+  return route.kind === 'write' || ((route.kind === 'workflow' || route.kind === 'data') && accessOf(route) === 'write');
 }
 
 /** What a route asks of the caller's credential: see {@link accessOf}. */
@@ -200,6 +218,8 @@ export function accessOf(route: Route): Access {
       return 'write';
     case 'workflow':
       return route.op === 'schedule' || route.op === 'unschedule' ? 'write' : 'read';
+    case 'data':
+      return route.id === 'export' ? 'read' : 'write';
     case 'has_permission':
     case 'check':
     case 'decision':

@@ -2,6 +2,7 @@ import { explain } from '../../authz/explain.ts';
 import { roleNotFound, refusalError } from '../../authz/write-rules.ts';
 import type { Route } from './route-types.ts';
 import { WORKFLOW_ROUTES } from './workflow-routes.ts';
+import { DATA_ROUTES } from './data-routes.ts';
 import { askedWindow, createdDescription, WINDOW_ROUTES, windowOfBody, wireWindow } from './window-routes.ts';
 
 /** `v ?? throw 404` for reads whose role must exist: the refusal a write on that role would get. */
@@ -275,7 +276,8 @@ export const ROUTES: readonly Route[] = [
       records.map(({ revision, change, at }) => ({
         revision,
         op: change.op,
-        role: change.role,
+        role: 'role' in change ? change.role : undefined,
+        ...(change.op === 'client.import' ? { added: change.added, removed: change.removed } : {}),
         permission: 'permission' in change ? change.permission : undefined,
         user: 'user' in change ? change.user : undefined,
         ...wireWindow('notBefore' in change ? change.notBefore : undefined, 'expiresAt' in change ? change.expiresAt : undefined),
@@ -330,5 +332,6 @@ export const ROUTES: readonly Route[] = [
     summary: 'Many has_permission checks answered at one revision',
   },
   ...WINDOW_ROUTES,
+  ...DATA_ROUTES,
   ...WORKFLOW_ROUTES,
 ];

@@ -1,5 +1,6 @@
 import { CHANGE_OPS } from '../../authz/changes.ts';
 import { NAME_PATTERN } from '../../authz/names.ts';
+import { IMPORT_DATA, importCounts } from './data-schemas.ts';
 
 /**
  * The JSON Schemas of the API. The same objects compile the ajv request validators, the
@@ -171,14 +172,15 @@ export const data = {
   changes: listOf({
     type: 'object',
     additionalProperties: false,
-    required: ['revision', 'op', 'role', 'timestamp'],
+    required: ['revision', 'op', 'timestamp'],
     properties: {
       revision: { type: 'integer', minimum: 1 },
-      op: { type: 'string', enum: [...CHANGE_OPS] },
-      role: name,
+      op: { type: 'string', enum: [...CHANGE_OPS, 'client.import'] },
+      role: { ...name, description: 'Every op but client.import' },
       permission: name,
       user: name,
       ...windowKeys,
+      ...importCounts,
       timestamp: { type: 'string' },
     },
   }),
@@ -246,6 +248,7 @@ export const data = {
     any: { type: 'boolean' },
   }),
   ...changeData,
+  ...IMPORT_DATA,
 } as const;
 
 export type DataSchemaName = keyof typeof data;

@@ -57,6 +57,17 @@ export interface EngineResponse {
   end(body: string | Uint8Array, closeConnection?: boolean): unknown;
   /** Completes a response to HEAD. */
   endWithoutBody(): unknown;
+  /**
+   * Streams part of a body whose length is not known (chunked), after the status and headers;
+   * `end('')` completes it. False when the engine holds bytes back (backpressure): write no more
+   * until {@link onWritable}'s handler runs. Only on engines that stream (both adapters' GET);
+   * the others answer a streamed route from a body gathered whole.
+   */
+  write?(chunk: string | Uint8Array): boolean;
+  /** Runs `handler` when a stream held back by {@link write} can take more (return true: it did). */
+  onWritable?(handler: () => boolean): unknown;
+  /** Closes the connection at once: a streamed body that cannot be completed is cut, never ended as if whole. */
+  close?(): unknown;
   /** Runs `write` with the socket corked: required by uWS outside the handler's synchronous part. */
   cork(write: () => void): unknown;
   /** Called once if the client goes away before the response is complete. */

@@ -2,6 +2,7 @@ import type { NameField } from '../../authz/names.ts';
 import { AppError } from '../../errors/index.ts';
 import type { Answers } from './answers.ts';
 import type { BodyReader, BodyResult } from '../input/body.ts';
+import { readImport } from '../input/import-body.ts';
 import type { Credentials, Principal } from '../input/credentials.ts';
 import type { EngineRequest, EngineResponse, Handler } from '../engine/port.ts';
 import { decodeName, SpelledName } from '../input/path-names.ts';
@@ -26,6 +27,8 @@ export interface ApiParts {
   readonly prelude: Prelude;
   readonly credentials: Credentials;
   readonly body: BodyReader;
+  /** POST /api/import's bodies: NDJSON up to AUTH_IMPORT_MAX_BYTES (docs/api.md §17). */
+  readonly importBody: BodyReader;
   readonly answers: Answers;
   readonly reply: Reply;
   readonly slow: SlowPath;
@@ -63,12 +66,11 @@ export class ApiHandler {
       fromGraph: isGraphRoute(route) ? route : undefined,
       paged: isPaged(route),
       log: route.kind === 'log',
-      write: route.kind === 'write',
+      write: route.kind === 'write' || route.id === 'client.import',
       spelled: route.kind === 'has_permission' ? route : undefined,
     };
     // A token seen for the first time: the body is read while it is verified, then served.
-    const early = (res: EngineResponse, req: EngineRequest): Promise<BodyResult> | undefined =>
-      route.body === undefined ? undefined : this.#p.body.read(res, req, route.body);
+    const early = (res: EngineResponse, req: EngineRequest): Promise<BodyResult> | undefined => this.#readBody(route, res, req);
     const serve: Serve<Promise<BodyResult> | undefined> = (res, req, principal, body) => this.#serve(plan, res, req, principal, body);
     return (res, req) => {
       const principal = this.#p.credentials.known(req.getHeader('authorization'));
@@ -100,7 +102,7 @@ export class ApiHandler {
         failure = err;
       }
     }
-    if (failure === undefined && route.body !== undefined) body ??= this.#p.body.read(res, req, route.body);
+    if (failure === undefined) body ??= this.#readBody(route, res, req);
     else body = undefined;
     const g = this.#p.prelude.graphOf(principal);
     if (plan.fromGraph !== undefined && g !== undefined && failure === undefined && body === undefined && query.minRevision <= g.revision) {
@@ -113,6 +115,12 @@ export class ApiHandler {
       return;
     }
     this.#p.slow.start(t, route, p, query, failure, body, principal);
+  }
+
+  /** Starts reading the route's body, if it takes one: JSON checked against its schema, or an import's NDJSON. */
+  #readBody(route: Route, res: EngineResponse, req: EngineRequest): Promise<BodyResult> | undefined {
+    if (route.id === 'client.import') return readImport(this.#p.importBody, res, req);
+    return route.body === undefined ? undefined : this.#p.body.read(res, req, route.body);
   }
 
   /**

@@ -10,6 +10,8 @@ import type { Query } from '../input/query.ts';
 import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
 import type { AuditRoute, GraphRoute, LogRoute, PreviewRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
 import { dryRun } from './dry-run.ts';
+import { DataAnswers } from './data-answers.ts';
+import type { Logger } from '../../log/index.ts';
 import type { WorkflowAnswers } from './workflow-answers.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
@@ -36,8 +38,19 @@ export class SlowPath {
   readonly #drain: Drain;
   readonly #tokens: TokenIssuing;
   readonly #workflows: WorkflowAnswers;
+  readonly #data: DataAnswers;
 
-  constructor(cache: TenantCache, backend: Backend, answers: Answers, reply: Reply, drain: Drain, tokens: TokenIssuing, workflows: WorkflowAnswers) {
+  constructor(
+    cache: TenantCache,
+    backend: Backend,
+    answers: Answers,
+    reply: Reply,
+    drain: Drain,
+    tokens: TokenIssuing,
+    workflows: WorkflowAnswers,
+    log: Logger,
+  ) {
+    this.#data = new DataAnswers(backend, answers, reply, log, (t, revision) => this.graphAtLeast(t, revision));
     this.#cache = cache;
     this.#backend = backend;
     this.#answers = answers;
@@ -73,6 +86,7 @@ export class SlowPath {
     principal: Principal,
   ): Promise<void> {
     if (route.kind === 'write') return this.#writeAnswer(t, route, p, query, failure, body);
+    if (route.kind === 'data' && failure === undefined) return this.#data.answer(t, route, query, body);
     const g = this.#cache.get(t.tenant) ?? (await this.#cache.load(t.tenant));
     if (failure !== undefined) return corked(t, () => this.#reply.error(t, failure, g.revision));
     let value: unknown;
@@ -92,6 +106,8 @@ export class SlowPath {
         return this.#workflow(t, route, p, query, value, g);
       case 'preview':
         return this.#preview(t, route, query, value, g);
+      case 'data':
+        return; // answered above, a failure before it below
       default:
         return this.#read(t, route, p, query, value, g);
     }

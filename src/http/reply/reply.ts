@@ -132,6 +132,25 @@ export class Reply {
     res.end(body, closeConnection || this.#closing);
   }
 
+  /**
+   * Starts a streamed answer (the NDJSON export, docs/api.md §17): counted, logged and audited
+   * as {@link send} does, its status and headers written; the caller then writes the body with
+   * the engine's `write` and ends it (or closes the connection when it cannot be completed).
+   */
+  openStream(t: ReplyTarget, status: number, contentType: string, revision: number): void {
+    const res = t.res;
+    if (t.audit !== undefined) t.audit.replied(status);
+    const series = t.series ?? -1;
+    if (series >= 0) this.#metrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
+    this.#access.answered(series, status, t.startedAt, t.requestId);
+    res.writeStatus(STATUS_LINE[status] ?? String(status));
+    res.writeHeader(CONTENT_TYPE, contentType);
+    res.writeHeader(REQUEST_ID, t.requestId);
+    res.writeHeader(REVISION, this.#revisionHeader(revision));
+    writeCorsHeaders(res, this.cors, t.origin);
+    if (this.#closing) res.writeHeader('Connection', 'close');
+  }
+
   #revisionHeader(revision: number): EncodedText {
     this.#revision = revision;
     this.#revisionText = encodedText(String(revision));

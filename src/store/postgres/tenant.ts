@@ -1,7 +1,9 @@
-import type { Change, ChangeRecord, Snapshot, WindowedEdge, WriteOutcome } from '../../authz/changes.ts';
+import type { ChangeRecord, LoggedChange, Snapshot, WindowedEdge, WriteOutcome, WriteRefused } from '../../authz/changes.ts';
+import type { ExportPage, ExportPosition, ImportDone } from '../../authz/transfer.ts';
 import { toWire } from '../../errors/index.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { BoundaryCommitted, CreatedTenants, PendingWrite, TenantStore, WriteSettled } from '../port.ts';
+import type { BoundaryCommitted, CreatedTenants, ImportRequest, PendingWrite, TenantStore, WriteSettled } from '../port.ts';
+import { PostgresTransfer } from './transfer.ts';
 import { changeFromRow } from '../changelog.ts';
 import { dueBoundaryOf, windowedEdge } from '../edge-windows.ts';
 import { statement as s, type PostgresAccess, type Row, type Statement } from './sql.ts';
@@ -94,9 +96,19 @@ function windowsOf(row: Row): WindowedEdge[] {
 
 export class PostgresTenants implements TenantStore {
   readonly #db: PostgresAccess;
+  readonly #transfer: PostgresTransfer;
 
   constructor(db: PostgresAccess) {
     this.#db = db;
+    this.#transfer = new PostgresTransfer(db);
+  }
+
+  exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
+    return this.#transfer.exportPage(tenant, after, limit);
+  }
+
+  importData(request: ImportRequest): Promise<ImportDone | WriteRefused> {
+    return this.#transfer.importData(request);
   }
 
   /** One statement outside a transaction: its rows. */
@@ -203,7 +215,7 @@ export class PostgresTenants implements TenantStore {
   }
 }
 /** Rebuilds a change from its changelog row. */
-function changeOf(r: Row): Change {
+function changeOf(r: Row): LoggedChange {
   return changeFromRow({
     op: r.op,
     role: r.role,

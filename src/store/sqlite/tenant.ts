@@ -1,9 +1,11 @@
 import type Database from 'better-sqlite3';
 import { whenFree } from './busy.ts';
-import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../../authz/changes.ts';
+import type { ChangeRecord, LoggedChange, Snapshot, WriteOutcome, WriteRefused } from '../../authz/changes.ts';
+import type { ExportPage, ExportPosition, ImportDone } from '../../authz/transfer.ts';
 import { toWire } from '../../errors/index.ts';
 import type { TenantId } from '../../authz/tenant.ts';
-import type { BoundaryCommitted, CreatedTenants, PendingWrite, TenantStore, WriteSettled } from '../port.ts';
+import type { BoundaryCommitted, CreatedTenants, ImportRequest, PendingWrite, TenantStore, WriteSettled } from '../port.ts';
+import { SqliteTransfer } from './transfer.ts';
 import { changeFromRow } from '../changelog.ts';
 import { storeFailure } from '../transient.ts';
 import type { AuditRecord } from '../../audit/record.ts';
@@ -36,6 +38,7 @@ export class SqliteTenants implements TenantStore {
   readonly #writeMany: (writes: readonly PendingWrite[]) => WriteSettled[];
   readonly #commitBoundaries: (nowMicros: number, limit: number) => BoundaryCommitted[];
   readonly #loadRows: (tenant: TenantId) => TenantRows;
+  readonly #transfer: SqliteTransfer;
 
   constructor(db: Database.Database, insertAudit: (r: AuditRecord) => void) {
     const st = (this.#stmt = prepareTenants(db));
@@ -65,6 +68,15 @@ export class SqliteTenants implements TenantStore {
     this.#commitBoundaries = (nowMicros, limit) => whenFree(() => boundariesTx.immediate(nowMicros, limit));
     const rowsTx = db.transaction((tenant: TenantId) => this.#readRows(tenant));
     this.#loadRows = (tenant) => whenFree(() => rowsTx.deferred(tenant));
+    this.#transfer = new SqliteTransfer(db, st, insertAudit);
+  }
+
+  async exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
+    return this.#transfer.exportPage(tenant, after, limit);
+  }
+
+  async importData(request: ImportRequest): Promise<ImportDone | WriteRefused> {
+    return this.#transfer.importData(request);
   }
 
   /** Read in one transaction, built after it: memberships come one row per user (see groupedMemberships). */
@@ -147,7 +159,7 @@ export class SqliteTenants implements TenantStore {
 }
 
 /** Rebuilds a change from its changelog row. */
-function changeOf(r: Row): Change {
+function changeOf(r: Row): LoggedChange {
   return changeFromRow({
     op: r.op,
     role: r.role,

@@ -1,10 +1,11 @@
 import type { AuditEntry, AuditRecord } from '../../audit/record.ts';
 import type { ChangeRecord, Snapshot } from '../../authz/changes.ts';
 import type { GraphImage } from '../../authz/graph-image.ts';
+import type { ExportPage, ExportPosition, ImportDone } from '../../authz/transfer.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import type { StoreAnswer, StoreArgs } from '../calls.ts';
-import type { AuditPosition, BoundaryCommitted, CreatedTenants, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
+import type { AuditPosition, BoundaryCommitted, CreatedTenants, ImportRequest, WriteRefused, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 
 /**
  * The base of a store that stands in front of another (a wrapper, the pool): each store call is
@@ -44,6 +45,12 @@ export abstract class DelegatingStore implements Store {
     return this.call('commitBoundaries', [nowMicros, limit]);
   }
 
+  exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
+    return this.call('exportPage', [tenant, after, limit]);
+  }
+  importData(request: ImportRequest): Promise<ImportDone | WriteRefused> {
+    return this.call('importData', [request]);
+  }
   appendAudit(rows: readonly AuditRecord[]): Promise<void> {
     return this.call('appendAudit', [rows]);
   }

@@ -5,10 +5,12 @@ import type { TenantId } from '../../authz/tenant.ts';
 import { isRefusalCode, refusalFor, refused } from '../../authz/write-rules.ts';
 import type { FieldCipher } from '../../crypto/field-cipher.ts';
 import { callOf, type StoreAnswer, type StoreArgs } from '../calls.ts';
-import type { AuditStore, BoundaryCommitted, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
+import type { AuditStore, BoundaryCommitted, ImportRequest, PendingWrite, Store, StoreMethod, WriteRefused, WriteSettled } from '../port.ts';
 import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import { DelegatingStore } from './delegating.ts';
 import { openResource, plainResource } from '../sealed-columns.ts';
+import { exportPageOf } from '../export-snapshot.ts';
+import type { ExportPage, ExportPosition, ImportDone, ImportEdge, ImportFile } from '../../authz/transfer.ts';
 
 /**
  * Field encryption around an adapter (docs/operations.md §7), run inside a pool thread: names,
@@ -84,7 +86,33 @@ export class EncryptedStore extends DelegatingStore {
 
   override async changes(tenant: TenantId, since: number, limit: number): Promise<ChangeRecord[]> {
     const d = (text: string): string => this.#cipher.decrypt(text);
-    return (await this.#inner.changes(tenant, since, limit)).map((r) => ({ ...r, change: mapNames(r.change, d) }));
+    // An import's row names nothing: its counts are no secret.
+    return (await this.#inner.changes(tenant, since, limit)).map((r) => (r.change.op === 'client.import' ? r : { ...r, change: mapNames(r.change, d) }));
+  }
+
+  /**
+   * The database orders sealed names, not plaintext ones: each page is cut from the whole
+   * snapshot, decrypted and sorted (docs/operations.md: an export under encryption holds the
+   * client in the pool thread's memory, page after page).
+   */
+  override async exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
+    return exportPageOf(await this.load(tenant), after, limit);
+  }
+
+  /** The file's names and descriptions sealed; the answer's changes (a dry run's) opened again. */
+  override async importData(request: ImportRequest): Promise<ImportDone | WriteRefused> {
+    const e = (text: string): string => this.#seal(text);
+    const edge = (x: ImportEdge): ImportEdge => [e(x[0]), e(x[1]), x[2], x[3]];
+    const file: ImportFile = {
+      roles: request.file.roles.map(([role, description]) => [e(role), this.#cipher.encrypt(description)] as const),
+      grants: request.file.grants.map(edge),
+      memberships: request.file.memberships.map(edge),
+    };
+    const audit = request.audit === undefined ? undefined : { ...request.audit, resource: e(request.audit.resource) };
+    const done = await this.#inner.importData({ ...request, file, audit });
+    if (!done.ok || done.changes === undefined) return done;
+    const d = (text: string): string => this.#cipher.decrypt(text);
+    return { ...done, changes: done.changes.map((c) => mapNames(c, d)) };
   }
 
   override appendAudit(rows: readonly AuditRecord[]): Promise<void> {

@@ -89,7 +89,7 @@ test("an adapter's call reaches the method of the same name of the role the port
       ? 'meta'
       : ['appendAudit', 'audit', 'pruneAudit'].includes(m)
         ? 'audit'
-        : ['load', 'loadGraph', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany', 'commitBoundaries'].includes(m)
+        : ['load', 'loadGraph', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany', 'commitBoundaries', 'exportPage', 'importData'].includes(m)
           ? 'tenant'
           : 'workflow';
   assert.deepEqual(
@@ -100,7 +100,7 @@ test("an adapter's call reaches the method of the same name of the role the port
 
 test('the call names are the ports’ methods, each once; nothing else is one', () => {
   assert.equal(new Set(STORE_METHOD_NAMES).size, STORE_METHOD_NAMES.length);
-  assert.equal(STORE_METHOD_NAMES.length, 24);
+  assert.equal(STORE_METHOD_NAMES.length, 26);
   for (const m of ['load', 'writeMany', 'audit', 'claimDeliveries', 'cursorSecret'] as const) assert.ok(STORE_METHOD_NAMES.includes(m), m);
   for (const name of ['constructor', 'toString', 'close', '__proto__', 'hasOwnProperty', 42]) assert.equal(isStoreMethod(name), false, String(name));
 });

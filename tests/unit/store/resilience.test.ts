@@ -138,6 +138,8 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
     tenantsSince: () => hit({ tenants: [], revisions: [], cursor: '0' }),
     writeMany: (ws) => hit(ws.map((): WriteSettled => ({ ok: true, value: committed }))),
     commitBoundaries: () => hit([]),
+    exportPage: () => hit({ revision: 0, rows: [] }),
+    importData: () => hit({ ok: true, revision: 0, changed: false, roles: 0, permissions: 0, memberships: 0, added: 0, removed: 0 } as const),
     changes: () => hit([]),
     appendAudit: () => hit(undefined),
     audit: () => hit([]),

@@ -47,6 +47,8 @@ export class NodeResponse implements EngineResponse {
   #code = 200;
   #reason = 'OK';
   readonly #headers: string[] = [];
+  /** Whether the body is being streamed (then `end` adds no Content-Length). */
+  #streaming = false;
 
   constructor(res: ServerResponse, req: IncomingMessage) {
     this.#res = res;
@@ -67,10 +69,33 @@ export class NodeResponse implements EngineResponse {
   }
 
   end(body: string | Uint8Array, closeConnection = false): this {
+    if (this.#streaming) {
+      this.#res.end(typeof body === 'string' ? body : Buffer.from(body));
+      return this;
+    }
     this.#headers.push('Content-Length', String(Buffer.byteLength(body)));
     if (closeConnection) this.#headers.push('Connection', 'close');
     // A copy of bytes: node:http may still hold them after this returns (see the port).
     if (this.#writeHead()) this.#res.end(typeof body === 'string' ? body : Buffer.from(body));
+    return this;
+  }
+
+  write(chunk: string | Uint8Array): boolean {
+    if (!this.#streaming) {
+      this.#streaming = true;
+      if (!this.#writeHead()) return true;
+    }
+    if (this.#res.writableEnded || this.#res.destroyed) return true;
+    return this.#res.write(typeof chunk === 'string' ? chunk : Buffer.from(chunk));
+  }
+
+  onWritable(handler: () => boolean): this {
+    this.#res.once('drain', () => void handler());
+    return this;
+  }
+
+  close(): this {
+    this.#res.destroy();
     return this;
   }
 
