@@ -8,6 +8,7 @@ import type { RunEntry, ScheduleEntry, ScheduleInput } from '../store/port.ts';
 import type { ResilientStore } from '../store/wrappers/resilient.ts';
 import { counted, countedSchedule } from './metrics.ts';
 import type { WritePipeline } from './write-pipeline.ts';
+import type { Revocations } from './revocations.ts';
 
 /** The instance's Redis subscription as the primary reports it ('off' without Redis). */
 export interface RedisStatus {
@@ -21,13 +22,22 @@ export class WorkerBackend implements Backend {
   readonly #trail: AuditTrail;
   readonly #metrics: WorkerMetrics | undefined;
   readonly #redis: RedisStatus;
+  readonly #revocations: Revocations;
 
-  constructor(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus) {
+  constructor(
+    store: ResilientStore,
+    pipeline: WritePipeline,
+    trail: AuditTrail,
+    metrics: WorkerMetrics | undefined,
+    redis: RedisStatus,
+    revocations: Revocations,
+  ) {
     this.#store = store;
     this.#pipeline = pipeline;
     this.#trail = trail;
     this.#metrics = metrics;
     this.#redis = redis;
+    this.#revocations = revocations;
   }
 
   write(tenant: TenantId, changes: readonly Change[], audit: AuditOfWrite | undefined, ifMatch?: number): Promise<WriteOutcome> {
@@ -39,6 +49,12 @@ export class WorkerBackend implements Backend {
   }
   deleteSchedule(tenant: TenantId, workflow: string, audit: AuditRecord): Promise<boolean> {
     return countedSchedule(this.#pipeline.deleteSchedule(tenant, workflow, audit), 'workflow.unschedule', this.#metrics);
+  }
+  recordToken(tenant: TenantId, jti: string, expiresAtMs: number): Promise<void> {
+    return this.#store.recordToken(tenant, jti, expiresAtMs);
+  }
+  revokeToken(tenant: TenantId, jti: string, audit: AuditRecord): Promise<number | undefined> {
+    return this.#revocations.revoke(tenant, jti, audit);
   }
   recordAudit(row: AuditRecord): void {
     this.#trail.record(row);

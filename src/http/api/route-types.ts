@@ -33,6 +33,7 @@ export type RouteId =
   | 'which_roles_can'
   | 'changes'
   | 'token.issue'
+  | 'token.revoke'
   | 'audit'
   | 'check'
   | 'workflow.users'
@@ -137,6 +138,11 @@ export interface TokenRoute extends RouteBase<'token.issue'> {
   readonly kind: 'token';
 }
 
+/** DELETE /api/token/{jti}: revokes a token of the caller's client (docs/api.md §3). */
+export interface RevokeRoute extends RouteBase<'token.revoke'> {
+  readonly kind: 'revoke';
+}
+
 /** The tenant's audit trail, read from the database, newest first, paged by row id. */
 export interface AuditRoute extends RouteBase {
   readonly kind: 'audit';
@@ -150,7 +156,18 @@ export interface WorkflowRoute extends RouteBase<'workflow.schedule' | 'workflow
 }
 
 export type Route =
-  HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute | WriteRoute | PreviewRoute | LogRoute | TokenRoute | AuditRoute | WorkflowRoute;
+  | HasPermissionRoute
+  | CheckRoute
+  | DecisionRoute
+  | ReadRoute
+  | ListRoute
+  | WriteRoute
+  | PreviewRoute
+  | LogRoute
+  | TokenRoute
+  | RevokeRoute
+  | AuditRoute
+  | WorkflowRoute;
 
 /** The routes answered from the tenant graph, in memory (once it is cached and recent enough). */
 export type GraphRoute = HasPermissionRoute | CheckRoute | DecisionRoute | ReadRoute | ListRoute;
@@ -168,6 +185,7 @@ export function isGraphRoute(route: Route): route is GraphRoute {
     case 'preview':
     case 'log':
     case 'token':
+    case 'revoke':
     case 'audit':
     case 'workflow':
       return false;
@@ -181,7 +199,7 @@ export function isPaged(route: Route): boolean {
 
 /** Whether a successful request's audit row commits in the store with what it changed (not after the answer). */
 export function auditCommitsWithChange(route: Route): boolean {
-  return route.kind === 'write' || (route.kind === 'workflow' && accessOf(route) === 'write');
+  return route.kind === 'write' || route.kind === 'revoke' || (route.kind === 'workflow' && accessOf(route) === 'write');
 }
 
 /** What a route asks of the caller's credential: see {@link accessOf}. */
@@ -197,6 +215,7 @@ export function accessOf(route: Route): Access {
     case 'token':
       return 'key';
     case 'write':
+    case 'revoke':
       return 'write';
     case 'workflow':
       return route.op === 'schedule' || route.op === 'unschedule' ? 'write' : 'read';
