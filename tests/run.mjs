@@ -56,6 +56,7 @@ const files = [
   'tests/unit/http/router.test.ts',
   'tests/unit/http/openapi.test.ts',
   'tests/unit/http/credentials.test.ts',
+  'tests/unit/http/revoked-tokens.test.ts',
   'tests/unit/http/path-names.test.ts',
   'tests/unit/http/reply.test.ts',
   'tests/unit/http/name-json.test.ts',
