@@ -33,6 +33,8 @@ export interface Dataset {
   permsOf: number[][];
   changes: Change[];
   model: RbacModel;
+  /** Edges seeded with a window (`shape.windowed`): active now, or pending (answering false). */
+  windows: { active: number; pending: number };
 }
 
 const pad = (i: number, width: number): string => String(i).padStart(width, '0');
@@ -43,7 +45,33 @@ function pickDistinct(rand: () => number, n: number, k: number): number[] {
   return [...chosen];
 }
 
-export function generate(shape: DataShape): Dataset {
+const HOUR_US = 3_600_000_000;
+
+/**
+ * What gives a share `windowed` of the grants and memberships a window: active now (opened an
+ * hour before `fromUs`, closing 4 to 24 hours after it) or, a share `pending` of them, opening 2 to
+ * 12 hours after it. Far enough that no boundary passes during a run (its change would move the
+ * revision the answers are checked at), near enough to be an ordinary timer. Drawn from a stream
+ * of their own, so the edges are exactly those of the same shape without windows.
+ */
+function windowing(shape: DataShape, fromUs: number, counts: Dataset['windows']): (c: Change) => Change {
+  const share = shape.windowed ?? 0;
+  const rand = prng(shape.seed + 977);
+  return (c) => {
+    if ((c.op !== 'permission.grant' && c.op !== 'membership.add') || !(rand() < share)) return c;
+    const ahead = 2 * HOUR_US + Math.floor(rand() * 10 * HOUR_US);
+    if (rand() < (shape.pending ?? 0)) {
+      counts.pending++;
+      return { ...c, notBefore: fromUs + ahead, expiresAt: fromUs + ahead + 12 * HOUR_US };
+    }
+    counts.active++;
+    return { ...c, notBefore: fromUs - HOUR_US, expiresAt: fromUs + 2 * ahead };
+  };
+}
+
+export function generate(given: DataShape): Dataset {
+  // Windows are laid out from the first generation's clock; the shape carries it to the load generator's processes.
+  const shape = (given.windowed ?? 0) > 0 && given.windowsFromUs === undefined ? { ...given, windowsFromUs: Date.now() * 1000 } : given;
   const rand = prng(shape.seed);
   // Names use the characters of docs/api.md §4; users are e-mail-like, as in the specification.
   const users = Array.from({ length: shape.users }, (_, i) => `user${pad(i, 7)}@example.com`);
@@ -52,20 +80,22 @@ export function generate(shape: DataShape): Dataset {
   const [minGrants, maxGrants] = shape.grantsPerRole;
   const permsOf = roles.map(() => pickDistinct(rand, shape.permissions, minGrants + Math.floor(rand() * (maxGrants - minGrants + 1))));
   const rolesOf = users.map(() => pickDistinct(rand, shape.roles, shape.rolesPerUser));
+  const windows = { active: 0, pending: 0 };
+  const timed = windowing(shape, shape.windowsFromUs ?? 0, windows);
   const changes: Change[] = [{ op: 'role.create', role: WRITE_ROLE, description: 'written to by the benchmark' }];
   roles.forEach((role, r) => {
     changes.push({ op: 'role.create', role, description: `benchmark role ${r}` });
-    for (const p of permsOf[r] ?? []) changes.push({ op: 'permission.grant', role, permission: permissions[p] ?? '' });
+    for (const p of permsOf[r] ?? []) changes.push(timed({ op: 'permission.grant', role, permission: permissions[p] ?? '' }));
   });
   users.forEach((user, u) => {
-    for (const r of rolesOf[u] ?? []) changes.push({ op: 'membership.add', user, role: roles[r] ?? '' });
+    for (const r of rolesOf[u] ?? []) changes.push(timed({ op: 'membership.add', user, role: roles[r] ?? '' }));
   });
   if (shape.hotHolders > 0) {
     changes.push({ op: 'role.create', role: HOT_ROLE, description: 'holders of the hot permission' });
     changes.push({ op: 'permission.grant', role: HOT_ROLE, permission: HOT_PERMISSION });
     for (let u = 0; u < shape.hotHolders; u++) changes.push({ op: 'membership.add', user: `hot${pad(u, 7)}@example.com`, role: HOT_ROLE });
   }
-  return { shape, users, roles, permissions, rolesOf, permsOf, changes, model: RbacModel.of(changes) };
+  return { shape, users, roles, permissions, rolesOf, permsOf, changes, model: RbacModel.of(changes), windows };
 }
 
 export interface Probe {
@@ -76,7 +106,10 @@ export interface Probe {
 
 /**
  * `count` has_permission probes, users and permissions drawn from the Pareto law; a share
- * `denials` of them is false (a permission none of the user's roles holds), the rest true.
+ * `denials` of them asks for a permission none of the user's roles holds (false), the rest for one
+ * a role of the user holds: true, unless a window of the data set keeps that edge closed now
+ * (`expected` is the model's answer when drawn). Drawn from the edges alone, so a shape with and
+ * without windows gives the same probes.
  */
 export function probes(ds: Dataset, count: number, denials: number, seed: number): Probe[] {
   const rand = prng(seed);
@@ -86,18 +119,18 @@ export function probes(ds: Dataset, count: number, denials: number, seed: number
     const u = paretoIndex(rand, shape.users, shape.pareto);
     const user = ds.users[u] ?? '';
     const deny = rand() < denials;
-    let permission: string;
+    const roles = ds.rolesOf[u] ?? [];
+    let p: number;
     if (deny) {
-      permission = ds.permissions[paretoIndex(rand, shape.permissions, shape.pareto)] ?? '';
+      p = paretoIndex(rand, shape.permissions, shape.pareto);
+      if (roles.some((r) => (ds.permsOf[r] ?? []).includes(p))) continue;
     } else {
-      const roles = ds.rolesOf[u] ?? [];
       const perms = ds.permsOf[roles[Math.floor(rand() * roles.length)] ?? -1] ?? [];
       if (perms.length === 0) continue;
-      permission = ds.permissions[perms[paretoIndex(rand, perms.length, shape.pareto)] ?? -1] ?? '';
+      p = perms[paretoIndex(rand, perms.length, shape.pareto)] ?? -1;
     }
-    const expected = ds.model.hasPermission(user, permission);
-    if (expected === deny) continue;
-    out.push({ user, permission, expected });
+    const permission = ds.permissions[p] ?? '';
+    out.push({ user, permission, expected: ds.model.hasPermission(user, permission) });
   }
   if (out.length < count) throw new Error(`could draw only ${out.length} of ${count} probes from this data set (too few permissions left to deny?)`);
   return out;
@@ -107,4 +140,21 @@ export function probes(ds: Dataset, count: number, denials: number, seed: number
 export function paretoUsers(ds: Dataset, count: number, seed: number): string[] {
   const rand = prng(seed);
   return Array.from({ length: count }, () => ds.users[paretoIndex(rand, ds.shape.users, ds.shape.pareto)] ?? '');
+}
+
+/**
+ * How many of `list` reach their permission through an edge with a window (on some role of the
+ * user that holds it), and how many of those answer false now because every such path is closed
+ * (pending): what share of a load the windows are in the way of.
+ */
+export function windowReach(ds: Dataset, list: readonly Probe[]): { through: number; closed: number } {
+  let through = 0;
+  let closed = 0;
+  for (const p of list) {
+    const paths = [...ds.model.roles].filter(([, s]) => s.members.has(p.user) && s.perms.has(p.permission)).map(([role]) => role);
+    if (!paths.some((role) => ds.model.memberWindow(p.user, role) !== undefined || ds.model.grantWindow(role, p.permission) !== undefined)) continue;
+    through++;
+    if (!p.expected) closed++;
+  }
+  return { through, closed };
 }

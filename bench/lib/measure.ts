@@ -259,6 +259,9 @@ export async function measureLoad(run: Run): Promise<RunResult> {
   const split = splitOf(settings);
   const { target, mix, setup } = await prepare(run, ds, split);
   const failures: string[] = [];
+  const windows = ds.windows.active + ds.windows.pending;
+  if (windows > 0)
+    console.log(`  windows on ${windows} grants and memberships: ${ds.windows.active} active now, ${ds.windows.pending} pending (their edges answer false)`);
   const result: RunResult = {
     scenario: run.scenario,
     label: run.label,
@@ -267,7 +270,7 @@ export async function measureLoad(run: Run): Promise<RunResult> {
     connections: settings.connections,
     figures: summarise([]),
     rounds: [],
-    extra: {},
+    extra: { ...(windows > 0 ? { windowsActive: ds.windows.active, windowsPending: ds.windows.pending } : {}), ...mix.figures?.() },
     correctness: newTally(),
     failures,
     split,

@@ -6,7 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type autocannon from 'autocannon';
-import { HOT_PERMISSION, paretoIndex, paretoUsers, prng, probes, WRITE_ROLE, type Dataset, type Probe } from './dataset.ts';
+import { HOT_PERMISSION, paretoIndex, paretoUsers, prng, probes, windowReach, WRITE_ROLE, type Dataset, type Probe } from './dataset.ts';
+import { dryRunBatches, dryRunJudge, gainedPairs, type DryRunBatch } from './dry-run.ts';
 import { keyedMix, type KeyedRecipe } from './keyed-mix.ts';
 import type { DataShape, Route, RunSettings } from './scenario.ts';
 import { judgeBody, newTally, record, type Expectation, type Tally } from './verify.ts';
@@ -20,6 +21,8 @@ export interface Mix {
   tally: Tally;
   /** How to build the same mix again in a load generator's own process (see {@link mixOf}). */
   recipe: Recipe;
+  /** Figures of the requests themselves, for the report (the dry-run batches' size of difference). */
+  figures?: () => Record<string, number>;
 }
 
 /** A mix as data: what a client process needs to build the same request lists and judges. */
@@ -80,6 +83,7 @@ interface Pools {
   probes: Probe[];
   batches: Probe[][];
   users: string[];
+  previews: DryRunBatch[];
 }
 
 function pools(ds: Dataset, settings: RunSettings): Pools {
@@ -91,12 +95,14 @@ function pools(ds: Dataset, settings: RunSettings): Pools {
     for (let b = 0; b < 64; b++) batches.push(Array.from({ length: settings.checkBatch }, () => all[Math.floor(rand() * all.length)] as Probe));
   }
   const users = (routes.user_permissions ?? 0) > 0 ? paretoUsers(ds, 2_048, ds.shape.seed + 4) : [];
-  return { probes: all, batches, users };
+  const previews = (routes.dry_run ?? 0) > 0 ? dryRunBatches(ds, 16, settings.checkBatch, ds.shape.seed + 5) : [];
+  return { probes: all, batches, users, previews };
 }
 
 export function buildMix(input: MixInput): Mix {
   const { ds, settings, keys, pages, expectation } = input;
-  const { probes: all, batches, users } = pools(ds, settings);
+  const { probes: all, batches, users, previews } = pools(ds, settings);
+  const revisionOk = (r: number): boolean => (expectation.revisionAtLeast ? r >= expectation.revision : r === expectation.revision);
   const weights = Object.entries(settings.routes).filter(([, w]) => (w ?? 0) > 0) as Array<[Route, number]>;
   const total = weights.reduce((n, [, w]) => n + w, 0);
   const tally = newTally();
@@ -110,7 +116,7 @@ export function buildMix(input: MixInput): Mix {
     const list = Array.from({ length: PER_CONNECTION }, (_, i): autocannon.Request => {
       const route = pickRoute(rand, weights, total);
       const headers = bearer[keys.length === 1 ? 0 : paretoIndex(rand, keys.length, ds.shape.pareto)];
-      const req = requestOf(route, rand, { probes: all, batches, users, pages, ds });
+      const req = requestOf(route, rand, { probes: all, batches, users, previews, pages, ds, revisionOk });
       if (route === 'write') {
         // POST then DELETE of one name, alternately: every grant is revoked again before the list repeats.
         const name = `w${run}-${conn}-${write >> 1}`;
@@ -129,7 +135,16 @@ export function buildMix(input: MixInput): Mix {
     if (write % 2 === 1) list.push({ method: 'DELETE', path: `/api/permission/${WRITE_ROLE}/w${run}-${conn}-${write >> 1}`, headers: bearer[0] });
     return list;
   };
-  return { requests, tally, recipe: { kind: 'mix', data: ds.shape, settings, keys, pages, expectation } };
+  const figures = (): Record<string, number> => {
+    const out: Record<string, number> = {};
+    if (previews.length > 0) out.dryRunGainedPairs = previews.reduce((n, b) => n + gainedPairs(ds.model, b.items).length, 0) / previews.length;
+    if (timed(ds)) {
+      const { through, closed } = windowReach(ds, all);
+      [out.probesThroughWindowPct, out.probesClosedByWindowPct] = [(100 * through) / all.length, (100 * closed) / all.length];
+    }
+    return out;
+  };
+  return { requests, tally, recipe: { kind: 'mix', data: ds.shape, settings, keys, pages, expectation }, figures };
 }
 
 type Built = autocannon.Request & { expect?: (status: number, body: string) => string | undefined };
@@ -137,7 +152,14 @@ type Built = autocannon.Request & { expect?: (status: number, body: string) => s
 interface Sources extends Pools {
   pages: string[];
   ds: Dataset;
+  revisionOk: (revision: number) => boolean;
 }
+
+/**
+ * The model's answer to a probe when it is checked: with windows in the data set, at that instant
+ * (docs/api.md §12.1: an edge counts only while its window is open), else the one drawn.
+ */
+const answerNow = (ds: Dataset, p: Probe): boolean => (ds.model.windows.size === 0 ? p.expected : ds.model.hasPermission(p.user, p.permission));
 
 /** One request of `route` and how to judge its answer (status 200 and the model's data). */
 function requestOf(route: Route, rand: () => number, s: Sources): Built {
@@ -148,20 +170,32 @@ function requestOf(route: Route, rand: () => number, s: Sources): Built {
       return {
         method: 'GET',
         path: `/api/has_permission/${enc(p.user)}/${enc(p.permission)}`,
-        expect: expectData(`has_permission(${p.user}, ${p.permission})`, () => ({ has_permission: p.expected })),
+        expect: expectData(`has_permission(${p.user}, ${p.permission})`, () => ({ has_permission: answerNow(s.ds, p) }), timed(s.ds)),
       };
     }
     case 'check': {
       const batch = pick(s.batches);
       const body = JSON.stringify({ checks: batch.map((p) => ({ user: p.user, permission: p.permission })) });
-      const results = batch.map((p) => ({ user: p.user, permission: p.permission, has_permission: p.expected }));
-      const expected = () => ({ results, all: results.every((r) => r.has_permission), any: results.some((r) => r.has_permission) });
+      const expected = (): unknown => {
+        const results = batch.map((p) => ({ user: p.user, permission: p.permission, has_permission: answerNow(s.ds, p) }));
+        return { results, all: results.every((r) => r.has_permission), any: results.some((r) => r.has_permission) };
+      };
       return {
         method: 'POST',
         path: '/api/check',
         body,
         headers: { 'content-type': 'application/json' },
-        expect: expectData(`check of ${batch.length}`, expected),
+        expect: expectData(`check of ${batch.length}`, expected, timed(s.ds)),
+      };
+    }
+    case 'dry_run': {
+      const batch = pick(s.previews);
+      return {
+        method: 'POST',
+        path: '/api/dry-run',
+        body: batch.body,
+        headers: { 'content-type': 'application/json' },
+        expect: dryRunJudge(batch, () => gainedPairs(s.ds.model, batch.items), s.revisionOk),
       };
     }
     case 'which_users_can': {
@@ -255,10 +289,17 @@ function expectJson(what: string, holds: (body: Record<string, unknown>) => bool
 
 const pageSizeOf = (url: string): number => Number(/[?&]limit=(\d+)/.exec(url)?.[1] ?? NaN);
 
-/** A judge: 200 and `data` equal to the model's answer (computed only when a response is checked). */
-function expectData(what: string, expected: () => unknown): (status: number, body: string) => string | undefined {
+/** Whether the model's answers depend on when they are asked (windows): then each checked answer asks it again. */
+const timed = (ds: Dataset): boolean => ds.model.windows.size > 0;
+
+/**
+ * A judge: 200 and `data` equal to the model's answer, computed when a response is first checked,
+ * or with `atEachAnswer` every time one is (the answer depends on the instant).
+ */
+function expectData(what: string, expected: () => unknown, atEachAnswer = false): (status: number, body: string) => string | undefined {
   let want: string | undefined;
   return (status, body) => {
+    if (atEachAnswer) want = undefined;
     if (status !== 200) return `${what}: status ${status} ${body.slice(0, 200)}`;
     let data: unknown;
     try {

@@ -13,10 +13,19 @@ import { ROOT } from '../../support/launcher.ts';
 export const SCENARIOS = process.env.BENCH_SCENARIOS ?? join(ROOT, 'bench', 'scenarios');
 
 export type Route =
-  'has_permission' | 'check' | 'which_users_can' | 'user_permissions' | 'write' | 'authzen_evaluation' | 'authzen_evaluations' | 'authzen_search_subject';
+  | 'has_permission'
+  | 'check'
+  | 'dry_run'
+  | 'which_users_can'
+  | 'user_permissions'
+  | 'write'
+  | 'authzen_evaluation'
+  | 'authzen_evaluations'
+  | 'authzen_search_subject';
 export const ROUTES: readonly Route[] = [
   'has_permission',
   'check',
+  'dry_run',
   'which_users_can',
   'user_permissions',
   'write',
@@ -38,6 +47,15 @@ export interface DataShape {
   /** Shape of the bounded Pareto law that picks users, permissions and clients (larger: more skewed). */
   pareto: number;
   seed: number;
+  /** Share of the roles' grants and of the users' memberships that carry a window (docs/api.md §12.1); absent: none. */
+  windowed?: number;
+  /** Share of those windows that are pending (they open hours after the run starts): their edges answer false. */
+  pending?: number;
+  /**
+   * When the windows are laid out from, microseconds since the epoch: set once per run by
+   * `generate` (never in a file), so the load generator's processes build the same data set.
+   */
+  windowsFromUs?: number;
 }
 
 export interface GatewaySettings {
@@ -60,7 +78,7 @@ export interface RunSettings {
   routes: Partial<Record<Route, number>>;
   /** Share of has_permission probes whose answer is false. */
   denials: number;
-  /** Items of one POST /api/check. */
+  /** Items of one POST /api/check, /access/v1/evaluations or /api/dry-run. */
   checkBatch: number;
   /** `limit` of the which_users_can pages. */
   pageSize: number;
@@ -170,6 +188,8 @@ const dataSchema = {
     seed: count,
     grantsPerRole: { type: 'array', items: positive, minItems: 2, maxItems: 2 },
     pareto: { type: 'number', exclusiveMinimum: 0 },
+    windowed: { type: 'number', minimum: 0, maximum: 1 },
+    pending: { type: 'number', minimum: 0, maximum: 1 },
   },
 };
 const gatewaySchema = {

@@ -5,12 +5,13 @@
  * table by table (its row lock takes one tenant's writes one transaction at a time, far too slow).
  * Against a running instance (BENCH_TARGET): over HTTP, then deleted again.
  */
-import type { Change } from '../../src/authz/changes.ts';
+import type { Change, Window } from '../../src/authz/changes.ts';
 import type { TenantId } from '../../src/authz/tenant.ts';
 import type { ApiResult, RbacClient } from '../../src/client/index.ts';
 import { FieldCipher } from '../../src/crypto/field-cipher.ts';
 import { EncryptedStore } from '../../src/store/wrappers/encrypted.ts';
 import { encryptedMark } from '../../src/store/encryption-mark.ts';
+import { wireOfMicros } from '../../src/store/edge-windows.ts';
 import { openStore } from '../../src/store/index.ts';
 import type { Store } from '../../src/store/port.ts';
 import { copyTenant, freshDatabase } from './databases.ts';
@@ -67,6 +68,13 @@ export async function postgresCopy(sqlitePath: string, tenants: readonly TenantI
   return db;
 }
 
+/** An edge's window as the typed client sends it: RFC 3339 to the microsecond, in UTC. */
+function windowOptions(w: Window): { notBefore?: string; expiresAt?: string } {
+  const at = (micros: number | undefined): string | undefined => (micros === undefined ? undefined : `${wireOfMicros(micros)}Z`);
+  const [notBefore, expiresAt] = [at(w.notBefore), at(w.expiresAt)];
+  return { ...(notBefore === undefined ? {} : { notBefore }), ...(expiresAt === undefined ? {} : { expiresAt }) };
+}
+
 /** Sends one change through the typed client. */
 function send(client: RbacClient, c: Change): Promise<ApiResult<unknown>> {
   switch (c.op) {
@@ -75,15 +83,15 @@ function send(client: RbacClient, c: Change): Promise<ApiResult<unknown>> {
     case 'role.delete':
       return client.deleteRole(c.role);
     case 'permission.grant':
-      return client.grant(c.role, c.permission);
+      return client.grant(c.role, c.permission, windowOptions(c));
     case 'permission.revoke':
       return client.revoke(c.role, c.permission);
     case 'membership.add':
-      return client.addMember(c.user, c.role);
+      return client.addMember(c.user, c.role, windowOptions(c));
     case 'membership.remove':
       return client.removeMember(c.user, c.role);
     default:
-      // The data sets make permanent edges only; windows and boundaries have no route of their own here.
+      // The data sets write no window of an existing edge and no boundary (the service commits those).
       throw new Error(`seeding over HTTP does not send ${c.op}`);
   }
 }

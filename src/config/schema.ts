@@ -44,6 +44,11 @@ export const configSchema = {
     AUTH_JWT_TTL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
     AUTH_ENABLE_ENCRYPTION: { type: 'boolean', default: false },
     AUTH_ENCRYPTION_KEY: { type: 'string', minLength: 1 },
+    AUTH_NEW_ENCRYPTION_KEY: {
+      type: 'string',
+      minLength: 1,
+      description: "The command line's target key of rotate-encryption-key and --encrypt; the service ignores it.",
+    },
     AUTH_ALLOW_CORS: { type: 'boolean', default: true },
     AUTH_CORS_ORIGINS: { type: 'string', minLength: 1, default: '*' },
     AUTH_AUDIT_CHECKS: { type: 'boolean', default: false },

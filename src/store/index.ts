@@ -1,7 +1,11 @@
+import type { Maintenance } from './maintenance.ts';
 import type { Store } from './port.ts';
 import { PostgresStore } from './postgres/index.ts';
+import { PostgresMaintenance } from './postgres/maintenance.ts';
 import type { StoreSettings } from './settings.ts';
+export { MaintenanceError, NO_PROGRESS, type BackupReport, type Maintenance, type Progress, type RekeyReport, type RestoreReport } from './maintenance.ts';
 import { SqliteStore } from './sqlite/index.ts';
+import { SqliteMaintenance } from './sqlite/maintenance.ts';
 
 export {
   planThreads,
@@ -23,4 +27,13 @@ export {
 export function openStore(settings: StoreSettings): Store {
   if (settings.type === 'sqlite') return new SqliteStore(settings.sqlitePath);
   return new PostgresStore(settings.postgresql);
+}
+
+/**
+ * The factory of whole-database maintenance (backup, restore, re-keying) for the command line:
+ * the adapter of the database the settings name, opened on demand by each operation.
+ */
+export function openMaintenance(settings: StoreSettings): Maintenance {
+  if (settings.type === 'sqlite') return new SqliteMaintenance(settings.sqlitePath);
+  return new PostgresMaintenance(settings.postgresql.url);
 }

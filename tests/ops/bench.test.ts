@@ -3,8 +3,11 @@
  * the real gateway must pass with checked answers and a CPU figure; the same scenario against a
  * stand-in that answers wrongly must fail, with autocannon and with wrk (whose runs are framed by
  * checked samples); every row says whether it was client-bound; bench:compare must exit 1 above
- * its threshold, 0 under it and 2 on a client-bound run; every shipped scenario must parse, quick
- * and full.
+ * its threshold, 0 under it and 2 on a client-bound run, and set two variants of one file against
+ * each other with --pair; every shipped scenario must parse, quick and full. Windowed data sets
+ * keep the edges and probes of the same shape without windows, pending edges answering false; the
+ * dry-run batches' expected gain is the model's own difference; a tiny run of windowed checks,
+ * batch checks and dry runs against the real gateway passes with its answers checked.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +15,10 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseScenario, readScenario, resolve, scenarioNames } from '../../bench/lib/scenario.ts';
-import { generate } from '../../bench/lib/dataset.ts';
+import { generate, probes, type Dataset } from '../../bench/lib/dataset.ts';
+import { dryRunBatches, dryRunJudge, gainedPairs } from '../../bench/lib/dry-run.ts';
+import type { Change } from '../../src/authz/changes.ts';
+import { RbacModel } from '../../support/rbac-model.ts';
 import { ROOT } from '../../support/launcher.ts';
 import Database from 'better-sqlite3';
 import { startServer, tempDir } from '../helpers/server.ts';
@@ -151,7 +157,12 @@ test('BENCH_TARGET: a running instance is seeded under a fresh key, measured, an
   });
   writeFileSync(
     join(dir.dir, 'tiny.json'),
-    JSON.stringify({ ...TINY, target: true, data: { users: 30, roles: 4, permissions: 20, rolesPerUser: 2, grantsPerRole: [2, 5] } }),
+    // Windowed: the grants and memberships with a window go over HTTP with their bounds.
+    JSON.stringify({
+      ...TINY,
+      target: true,
+      data: { users: 30, roles: 4, permissions: 20, rolesPerUser: 2, grantsPerRole: [2, 5], windowed: 0.3, pending: 0.5 },
+    }),
   );
   const r = bench(['tiny', '--out', `test-target-${process.pid}`], { BENCH_SCENARIOS: dir.dir, BENCH_TARGET: server.baseUrl });
   assert.equal(r.code, 0, r.out);
@@ -212,6 +223,150 @@ test('bench:compare exits 1 when CPU per operation grew above the threshold, 0 u
     const anyway = compare(a, bound, '--allow-client-bound');
     assert.equal(anyway.code, 0, anyway.out);
     assert.match(anyway.out, /WARNING: comparing client-bound runs/);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+const SMALL = {
+  users: 300,
+  roles: 20,
+  permissions: 200,
+  rolesPerUser: 3,
+  grantsPerRole: [2, 9] as [number, number],
+  clients: 1,
+  hotHolders: 0,
+  pareto: 1.2,
+  seed: 3,
+};
+
+test('a windowed data set: the same edges and probes as without windows, pending edges answering false, laid out once for every process', () => {
+  const plain = generate(SMALL);
+  const timed = generate({ ...SMALL, windowed: 0.3, pending: 0.5 });
+  assert.ok(timed.windows.active > 0 && timed.windows.pending > 0, JSON.stringify(timed.windows));
+  const edge = (c: Change): string => JSON.stringify({ op: c.op, role: c.role, other: 'user' in c ? c.user : 'permission' in c ? c.permission : '' });
+  assert.deepEqual(timed.changes.map(edge), plain.changes.map(edge));
+  const [a, b] = [probes(plain, 2_000, 0.2, 9), probes(timed, 2_000, 0.2, 9)];
+  assert.deepEqual(
+    b.map((p) => `${p.user} ${p.permission}`),
+    a.map((p) => `${p.user} ${p.permission}`),
+  );
+  const closed = b.filter((p, i) => a[i]?.expected === true && !p.expected);
+  assert.ok(closed.length > 0, 'no probe answers false through a pending edge');
+  // The load generator's processes rebuild the data set from the shape it carries: the same windows.
+  assert.equal(typeof timed.shape.windowsFromUs, 'number');
+  assert.deepEqual(generate(timed.shape).changes, timed.changes);
+  // Decided when asked: a day later every window has closed (active ones end at most 24 hours on, pending ones too).
+  const from = timed.shape.windowsFromUs ?? 0;
+  const active = timed.changes.find((c) => c.op === 'membership.add' && c.notBefore !== undefined && c.notBefore < from);
+  assert.ok(active !== undefined && active.op === 'membership.add');
+  assert.ok(timed.model.userRoleNames(active.user).includes(active.role));
+  const saved = timed.model.clock;
+  timed.model.clock = () => from + 24 * 3_600_000_000 + 1;
+  try {
+    assert.ok(!timed.model.userRoleNames(active.user).includes(active.role));
+  } finally {
+    timed.model.clock = saved;
+  }
+});
+
+/** The (user, permission) pairs that hold after `items` and not before, by asking two models everything. */
+function bruteGain(ds: Dataset, items: readonly Change[]): string[] {
+  const after = RbacModel.of([...ds.changes, ...items]);
+  const users = [...new Set([...ds.users, ...items.flatMap((c) => ('user' in c ? [c.user] : []))])];
+  const out: string[] = [];
+  for (const u of users) for (const p of ds.permissions) if (after.hasPermission(u, p) && !ds.model.hasPermission(u, p)) out.push(`${u} ${p}`);
+  return out.sort();
+}
+
+test("a dry-run batch adds only edges the data set lacks, and its expected gain is the model's difference", () => {
+  for (const ds of [generate(SMALL), generate({ ...SMALL, windowed: 0.3, pending: 0.5 })]) {
+    const batches = dryRunBatches(ds, 3, 120, 11);
+    for (const b of batches) {
+      assert.equal(b.items.length, 120);
+      assert.equal(new Set(b.items.map((i) => JSON.stringify(i))).size, 120);
+      const items = b.items as Change[];
+      const gained = gainedPairs(ds.model, b.items);
+      assert.deepEqual(
+        gained.map((g) => `${g.user} ${g.permission}`),
+        bruteGain(ds, items),
+      );
+      assert.ok(gained.length > 0);
+      // The judge takes the right preview and names what is wrong with another.
+      const judge = dryRunJudge(
+        b,
+        () => gained,
+        (r) => r === ds.changes.length,
+      );
+      const right = {
+        revision: ds.changes.length,
+        valid: true,
+        results: b.items.map(() => ({ status: 201 })),
+        gained,
+        lost: [],
+        gained_count: gained.length,
+        lost_count: 0,
+        truncated: false,
+      };
+      assert.equal(judge(200, JSON.stringify({ data: right })), undefined);
+      assert.match(judge(200, JSON.stringify({ data: { ...right, gained_count: gained.length + 1 } })) ?? '', /gained_count/);
+      assert.match(judge(200, JSON.stringify({ data: { ...right, gained: gained.slice(1) } })) ?? '', /gained \[/);
+      assert.match(judge(200, JSON.stringify({ data: { ...right, valid: false } })) ?? '', /valid false/);
+    }
+  }
+});
+
+test('the new routes against the real gateway: windowed checks, batch checks and a dry run, every sampled answer right', () => {
+  const dir = tempDir('rbac-bench-test-');
+  try {
+    const scenario = {
+      ...TINY,
+      data: { ...TINY.data, windowed: 0.3, pending: 0.5 },
+      checkBatch: 20,
+      routes: { has_permission: 4, check: 1, dry_run: 1 },
+    };
+    writeFileSync(join(dir.dir, 'tiny.json'), JSON.stringify(scenario));
+    const r = bench(['tiny', '--out', `test-windows-${process.pid}`], { BENCH_SCENARIOS: dir.dir });
+    assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /windows on \d+ grants and memberships: \d+ active now, \d+ pending/);
+    const file = join(ROOT, 'bench', 'results', `test-windows-${process.pid}.json`);
+    const report = JSON.parse(readFileSync(file, 'utf8')) as {
+      runs: Array<{ correctness: { checked: number; wrong: number }; extra: Record<string, number> }>;
+    };
+    const run = report.runs[0];
+    assert.ok(run !== undefined && run.correctness.checked > 0 && run.correctness.wrong === 0, JSON.stringify(run?.correctness));
+    assert.ok((run.extra.windowsPending ?? 0) > 0 && (run.extra.dryRunGainedPairs ?? 0) > 0, JSON.stringify(run.extra));
+    spawnSync('rm', ['-f', file, file.replace(/json$/, 'md')]);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('bench:compare --pair sets two variants of one file against each other', () => {
+  const dir = tempDir('rbac-bench-test-');
+  try {
+    const run = (label: string, cpu: number): object => ({
+      scenario: 's',
+      label,
+      figures: { rps: 1000, p50: 1, p99: 2, p999: 3, cpuPerOpUs: cpu, serverCores: 1, otherCores: 0, rssMb: 50, clientBound: false },
+      extra: {},
+      correctness: { checked: 1, wrong: 0, examples: [] },
+    });
+    const file = join(dir.dir, 'one.json');
+    const machine = { cpus: 2, model: 'm', node: 'v', backgroundCores: 0 };
+    const runs = [run('plain', 10), run('timed', 12)];
+    writeFileSync(file, JSON.stringify({ schema: 1, startedAt: 'x', seconds: 1, quick: true, machine, scenarios: ['s'], failures: [], ok: true, runs }));
+    const compare = (...args: string[]): { code: number | null; out: string } => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', 'bench/compare.ts', file, file, ...args], { cwd: ROOT, encoding: 'utf8' });
+      return { code: r.status, out: r.stdout + r.stderr };
+    };
+    const up = compare('--pair', 'plain=timed');
+    assert.equal(up.code, 1, up.out);
+    assert.match(up.out, /s\/plain → timed: CPU per operation 10\.00 → 12\.00/);
+    assert.equal(compare('--pair', 'plain=timed', '--threshold', '25').code, 0);
+    const missing = compare('--pair', 'plain=nothing');
+    assert.equal(missing.code, 2, missing.out);
+    assert.match(missing.out, /no runs of one scenario labelled 'plain' in A and 'nothing' in B/);
   } finally {
     dir.cleanup();
   }

@@ -26,6 +26,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
   authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
   cache: ['authz', 'time'], // time: the gap and revision waits and the revalidation run on a clock
+  cli: ['config', 'crypto', 'http', 'store'], // the operator's commands: settings, keys, the store's maintenance; http: the engine's name only (NARROW)
   client: [],
   config: ['workflow'], // the webhook-host rule only (NARROW): checked at start-up as the webhooks are
   crypto: ['authz'], // the tenant id's shape, for a token's subject
@@ -52,6 +53,7 @@ const NARROW: Readonly<Record<string, readonly string[]>> = {
   'ipc → invalidation': ['invalidation/messages.ts'],
   'ipc → metrics': ['metrics/requests.ts'],
   'config → workflow': ['workflow/allowed-hosts.ts'],
+  'cli → http': ['http/engine/index.ts'],
 };
 
 /** Driver → the one place (a src/ path prefix) that may load it; DESIGN: ports never do. */

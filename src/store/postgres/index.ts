@@ -174,7 +174,7 @@ class PostgresMeta implements Meta {
  * process that starts while another migrates waits, then finds the versions recorded and applies
  * nothing. PostgreSQL's DDL is transactional, so a failed migration leaves no half-made schema.
  */
-async function migrate(db: Db): Promise<{ commit: boolean; value: undefined }> {
+export async function migrate(db: Db): Promise<{ commit: boolean; value: undefined }> {
   await db.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
   await db.query(`CREATE TABLE IF NOT EXISTS schema_migrations (
     version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);

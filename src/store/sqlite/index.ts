@@ -107,7 +107,7 @@ function prepareMeta(db: Database.Database) {
 }
 
 /** Applies pending migrations under SQLite's write lock, so concurrent starters apply each once. */
-function migrate(db: Database.Database): void {
+export function migrate(db: Database.Database): void {
   db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`);

@@ -3,11 +3,12 @@ import type { Change, ChangeRecord, Snapshot, WriteOutcome } from '../../authz/c
 import { imageOfSnapshot, type GraphImage } from '../../authz/graph-image.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import { isRefusalCode, refusalFor, refused } from '../../authz/write-rules.ts';
-import { DecryptionError, type FieldCipher } from '../../crypto/field-cipher.ts';
+import type { FieldCipher } from '../../crypto/field-cipher.ts';
 import { callOf, type StoreAnswer, type StoreArgs } from '../calls.ts';
 import type { AuditStore, BoundaryCommitted, PendingWrite, Store, StoreMethod, WriteSettled } from '../port.ts';
 import type { DeliveryJob, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput } from '../../workflow/records.ts';
 import { DelegatingStore } from './delegating.ts';
+import { openResource, plainResource } from '../sealed-columns.ts';
 
 /**
  * Field encryption around an adapter (docs/operations.md §7), run inside a pool thread: names,
@@ -148,26 +149,9 @@ export class EncryptedStore extends DelegatingStore {
     return { ...run, workflow: this.#cipher.decrypt(run.workflow), added: names(run.added), removed: names(run.removed) };
   }
 
-  /**
-   * An audit row's resource in plaintext. A boundary change's row is written by the adapter
-   * itself, inside the change's transaction, with the edge's path built from the names as stored
-   * (see edgeResource): its two sealed names are opened one by one. A sealed name is base64 (a
-   * multiple of 4 characters, possibly holding `/`): the path is cut at the `/` after which both
-   * halves decrypt, which the cipher's authentication makes the only one.
-   */
+  /** An audit row's resource in plaintext (a boundary change's row holds its edge's two sealed names: see openResource). */
   #openResource(stored: string): string {
-    const prefix = EDGE_PATHS.find((p) => stored.startsWith(p));
-    if (prefix === undefined) return this.#cipher.decrypt(stored);
-    const names = stored.slice(prefix.length);
-    for (let cut = names.indexOf('/'); cut !== -1; cut = names.indexOf('/', cut + 1)) {
-      if (cut % 4 !== 0) continue;
-      try {
-        return `${prefix}${this.#cipher.decrypt(names.slice(0, cut))}/${this.#cipher.decrypt(names.slice(cut + 1))}`;
-      } catch (err) {
-        if (!(err instanceof DecryptionError)) throw err;
-      }
-    }
-    return this.#cipher.decrypt(stored);
+    return plainResource(openResource(stored, this.#cipher));
   }
 
   #sealAudit(audit: AuditRecord): AuditRecord {
@@ -198,9 +182,6 @@ const SEALED_MAX = 50_000;
 
 /** Code point order (names are ASCII, where it is also UTF-16 order): how a run lists its users. */
 const byCodePoint = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-
-/** The paths of boundary changes' audit rows (see edgeResource), before their two names. */
-const EDGE_PATHS = ['/api/permission/', '/api/membership/'];
 
 /** `change` with every name (and a description) passed through `f`; its window and bounds kept. */
 function mapNames<C extends Change>(change: C, f: (text: string) => string): C {
