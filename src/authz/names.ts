@@ -30,5 +30,5 @@ export function isName(name: string): boolean {
   return true;
 }
 
-/** Which name a value is: the word error messages use for it. */
-export type NameField = 'role' | 'permission' | 'user' | 'workflow';
+/** Which name a value is: the word error messages use for it (`jti`: a token's id, in DELETE /api/token/{jti}). */
+export type NameField = 'role' | 'permission' | 'user' | 'workflow' | 'jti';

@@ -29,6 +29,7 @@ import type {
   GrantChange,
   IssuedToken,
   MembershipChange,
+  RevokedToken,
   PageOptions,
   Role,
   RoleCreated,
@@ -237,6 +238,10 @@ export class RbacClient {
   /** Mints a signed token (the credential must be a client key). */
   issueToken(body?: { scope?: 'read' | 'write'; ttl_seconds?: number }, options?: WriteOptions): Promise<ApiResult<IssuedToken>> {
     return this.request('POST', '/api/token', body === undefined ? { ...options } : { ...options, body });
+  }
+  /** Revokes a token of this client by its `jti` claim: refused everywhere from the answer on (docs/api.md §3); 404 when unknown. */
+  revokeToken(jti: string, options?: CallOptions): Promise<ApiResult<RevokedToken>> {
+    return this.request('DELETE', `/api/token/${seg(jti)}`, options);
   }
   /** The client's changes after revision `since` (default 0), ascending; the items of one batch share a revision. */
   changes(since?: number, options?: PageOptions): Promise<ApiResult<ChangeRow[]>> {

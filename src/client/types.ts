@@ -110,6 +110,12 @@ export interface IssuedToken {
   scope: 'read' | 'write';
 }
 
+/** A revoked token: its jti, and when it expires (RFC 3339 UTC, microseconds), until which it is refused. */
+export interface RevokedToken {
+  jti: string;
+  revoked_until: string;
+}
+
 export interface AuditRow {
   id: number;
   timestamp: string;

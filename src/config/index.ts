@@ -103,6 +103,21 @@ function isPdpIdentifier(base: string): boolean {
   }
 }
 
+/**
+ * AUTH_JWT_PREVIOUS_SECRET_KEYS: every entry a secret of at least 32 bytes, like the signing one.
+ * The line names the variable and the entry's position, never a value: they are secrets.
+ */
+function checkPreviousSecrets(list: string | undefined): void {
+  if (list === undefined) return;
+  list.split(',').forEach((secret, i) => {
+    if (Buffer.byteLength(secret.trim(), 'utf8') < 32) {
+      throw new ConfigError(
+        `AUTH_JWT_PREVIOUS_SECRET_KEYS is invalid: entry ${i + 1} is too short; allowed is a comma-separated list of secrets, each of at least 32 bytes`,
+      );
+    }
+  });
+}
+
 function isConfigKey(key: string): key is ConfigKey {
   return Object.hasOwn(PROPS, key);
 }
@@ -168,6 +183,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (cfg.AUTH_JWT_SECRET_KEY !== undefined && Buffer.byteLength(cfg.AUTH_JWT_SECRET_KEY, 'utf8') < 32) {
     throw new ConfigError('AUTH_JWT_SECRET_KEY is too short: allowed is a secret of at least 32 bytes');
   }
+  checkPreviousSecrets(cfg.AUTH_JWT_PREVIOUS_SECRET_KEYS);
   if (cfg.AUTH_ENABLE_ENCRYPTION && cfg.AUTH_ENCRYPTION_KEY === undefined) {
     throw new ConfigError('AUTH_ENCRYPTION_KEY is required when AUTH_ENABLE_ENCRYPTION=true');
   }

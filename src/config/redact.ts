@@ -1,7 +1,12 @@
 import { configSchema, type Config, type ConfigKey } from './schema.ts';
 
 /** Settings that are secrets as a whole: never printed, logged or echoed in an error. */
-const SECRET_KEYS: ReadonlySet<string> = new Set<ConfigKey>(['AUTH_JWT_SECRET_KEY', 'AUTH_ENCRYPTION_KEY', 'AUTH_NEW_ENCRYPTION_KEY']);
+const SECRET_KEYS: ReadonlySet<string> = new Set<ConfigKey>([
+  'AUTH_JWT_SECRET_KEY',
+  'AUTH_JWT_PREVIOUS_SECRET_KEYS',
+  'AUTH_ENCRYPTION_KEY',
+  'AUTH_NEW_ENCRYPTION_KEY',
+]);
 /** Settings that are URLs whose password is a secret. */
 const URL_KEYS: ReadonlySet<string> = new Set<ConfigKey>(['AUTH_POSTGRESQL_URL', 'AUTH_REDIS_URL']);
 

@@ -36,6 +36,11 @@ export const configSchema = {
     AUTH_SERVER_PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 5000 },
     AUTH_WORKERS: { type: 'integer', minimum: 1, maximum: 256, description: 'HTTP worker processes; unset: the CPUs this process may use.' },
     AUTH_JWT_SECRET_KEY: { type: 'string', minLength: 1 },
+    AUTH_JWT_PREVIOUS_SECRET_KEYS: {
+      type: 'string',
+      minLength: 1,
+      description: 'Older HS256 secrets, comma-separated, each at least 32 bytes: they verify tokens but sign none (key rotation).',
+    },
     AUTH_JWT_TTL_SECONDS: { type: 'integer', minimum: 1, maximum: 86400, default: 900 },
     AUTH_ENABLE_ENCRYPTION: { type: 'boolean', default: false },
     AUTH_ENCRYPTION_KEY: { type: 'string', minLength: 1 },

@@ -78,6 +78,12 @@ export const ERRORS = {
     retryable: false,
     message: () => 'token issuance is off: the service has no AUTH_JWT_SECRET_KEY configured',
   },
+  /** DELETE /api/token/{jti} of a token this client was not issued, or that expired (docs/api.md §3). */
+  ERR_AUTH_TOKEN_NOT_FOUND: {
+    status: 404,
+    retryable: false,
+    message: (p: { readonly jti: string }) => `Token '${p.jti}' was not issued to this client or has expired`,
+  },
   ERR_VALIDATION_NAME: { status: 400, retryable: false, message: free },
   ERR_VALIDATION_QUERY: { status: 400, retryable: false, message: free },
   ERR_VALIDATION_HEADER: { status: 400, retryable: false, message: free },

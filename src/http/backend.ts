@@ -39,6 +39,14 @@ export interface Backend {
   schedules(tenant: TenantId): Promise<ScheduleEntry[]>;
   /** A schedule's runs with an id below `before`, newest first, at most `limit`; undefined without the schedule. */
   runs(tenant: TenantId, workflow: string, before: number | undefined, limit: number): Promise<RunEntry[] | undefined>;
+  /** Records a token just issued (docs/api.md §3), so that it can be revoked. */
+  recordToken(tenant: TenantId, jti: string, expiresAtMs: number): Promise<void>;
+  /**
+   * Revokes the tenant's token `jti` with its audit row, and resolves once every worker of this
+   * instance refuses it (the other instances hear of it through Redis): the token's expiry (ms
+   * since the epoch), or undefined when the tenant has no such token, or it has expired.
+   */
+  revokeToken(tenant: TenantId, jti: string, audit: AuditRecord): Promise<number | undefined>;
   /** Names of the dependencies that are not ready (empty when ready). */
   notReady(): Promise<string[]>;
 }

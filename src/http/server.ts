@@ -14,6 +14,7 @@ import { ApiHandler } from './handle/api-handler.ts';
 import { Prelude } from './handle/prelude.ts';
 import type { Backend } from './backend.ts';
 import { Credentials } from './input/credentials.ts';
+import type { RevokedTokens } from './input/revoked-tokens.ts';
 import { BodyReader } from './input/body.ts';
 import { Cursors } from './input/cursor.ts';
 import type { Engine } from './engine/port.ts';
@@ -31,6 +32,7 @@ import { newWebhookSecret } from '../workflow/secrets.ts';
 
 export type { Backend } from './backend.ts';
 export { API_SERIES } from './api/series.ts';
+export { RevokedTokens } from './input/revoked-tokens.ts';
 
 export interface HttpDeps {
   readonly config: Config;
@@ -42,6 +44,8 @@ export interface HttpDeps {
   readonly engine: Engine;
   /** Where requests are counted (a no-op when metrics are off). */
   readonly metrics: RequestMetrics;
+  /** The tokens revoked, kept up to date by the worker: verified tokens are looked up there. */
+  readonly revoked: RevokedTokens;
 }
 
 export interface HttpServer {
@@ -78,8 +82,9 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   );
   const drain = reply.drain;
   const secret = config.AUTH_JWT_SECRET_KEY;
-  const tokens = secret === undefined ? undefined : new TokenAuthority(secret);
-  const credentials = new Credentials(tokens, (tenant) => cache.mayExist(tenant));
+  const previous = config.AUTH_JWT_PREVIOUS_SECRET_KEYS?.split(',').map((s) => s.trim()) ?? [];
+  const tokens = secret === undefined ? undefined : new TokenAuthority(secret, previous);
+  const credentials = new Credentials(tokens, (tenant) => cache.mayExist(tenant), deps.revoked);
   const prelude = new Prelude({
     credentials,
     cache,

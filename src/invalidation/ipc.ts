@@ -1,4 +1,4 @@
-import type { ChangeMessage, ChangeToPrimary, ChangeToWorker } from './messages.ts';
+import type { BusMessage, ChangeToPrimary, ChangeToWorker } from './messages.ts';
 import type { Bus } from './port.ts';
 
 /** The way to the primary: sends one message; false when the primary is gone. */
@@ -48,7 +48,7 @@ export function ipcBus(channel: IpcChannel = processChannel): IpcBus {
     for (const done of pending.values()) done();
     pending.clear();
   };
-  let handler: ((msg: ChangeMessage) => Promise<void>) | undefined;
+  let handler: ((msg: BusMessage) => Promise<void>) | undefined;
   let welcomed: (() => void) | undefined;
 
   return {

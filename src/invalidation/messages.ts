@@ -19,17 +19,38 @@ export interface ChangeMessage {
 }
 
 /**
+ * A token revoked (docs/api.md §3): refused from now on, on every worker and instance, until
+ * `until` (its expiry, ms since the epoch). It travels the changes' way, with their
+ * acknowledgements, but carries no revision: it changes no graph. It names no client data (a
+ * jti is a random id), so it crosses Redis as it is, encryption or not.
+ */
+export interface RevocationMessage {
+  readonly v: 1;
+  /** The token's jti. */
+  readonly revoked: string;
+  readonly until: number;
+  /** Came from another instance (through Redis). */
+  readonly remote?: boolean;
+}
+
+/** What the bus carries: committed changes and token revocations. */
+export type BusMessage = ChangeMessage | RevocationMessage;
+
+/** Whether a bus message is a token revocation. */
+export const isRevocation = (m: BusMessage): m is RevocationMessage => 'revoked' in m;
+
+/**
  * The change fan-out's IPC messages, worker → primary: join the receivers (`hello`), changes
  * of one fan-out batch of the worker's write pipeline, in commit order (`change`), and the
  * acknowledgement of an `apply` (`ack`). The primary's other messages are in ipc/protocol.ts.
  */
 export type ChangeToPrimary =
-  { readonly t: 'hello' } | { readonly t: 'change'; readonly id: number; readonly msgs: readonly ChangeMessage[] } | { readonly t: 'ack'; readonly id: number };
+  { readonly t: 'hello' } | { readonly t: 'change'; readonly id: number; readonly msgs: readonly BusMessage[] } | { readonly t: 'ack'; readonly id: number };
 
 /** The change fan-out's IPC messages, primary → worker. */
 export type ChangeToWorker =
   | { readonly t: 'welcome' }
-  | { readonly t: 'apply'; readonly id: number; readonly msgs: readonly ChangeMessage[] }
+  | { readonly t: 'apply'; readonly id: number; readonly msgs: readonly BusMessage[] }
   | { readonly t: 'settled'; readonly id: number };
 
 /**

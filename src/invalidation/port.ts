@@ -1,5 +1,5 @@
 import type { Logger } from '../log/index.ts';
-import type { ChangeMessage } from './messages.ts';
+import type { BusMessage } from './messages.ts';
 
 /**
  * The invalidation bus: how a worker tells every other holder of tenant graphs about the changes
@@ -8,9 +8,9 @@ import type { ChangeMessage } from './messages.ts';
  * on any connection.
  */
 export interface Bus {
-  publish(msgs: readonly ChangeMessage[]): Promise<void>;
-  /** The handler for changes committed elsewhere; the bus acknowledges when it resolves. */
-  subscribe(handler: (msg: ChangeMessage) => Promise<void>): void;
+  publish(msgs: readonly BusMessage[]): Promise<void>;
+  /** The handler for changes committed (and tokens revoked) elsewhere; the bus acknowledges when it resolves. */
+  subscribe(handler: (msg: BusMessage) => Promise<void>): void;
   close(): Promise<void>;
 }
 
@@ -19,8 +19,8 @@ export interface Bus {
  * go out, changes committed by other instances come in (see invalidation/redis.ts).
  */
 export interface RedisBridge {
-  /** Publishes a change committed here; a change that cannot be sent is caught by revalidation. */
-  publish(msg: ChangeMessage): void;
+  /** Publishes a change committed (or a token revoked) here; one that cannot be sent is caught by revalidation. */
+  publish(msg: BusMessage): void;
   /** Whether the subscription is live (for /ready). */
   readonly subscribed: boolean;
   close(): Promise<void>;
@@ -30,8 +30,8 @@ export interface RedisBridgeOptions {
   readonly url: string;
   /** This instance's id: its own messages coming back are ignored. */
   readonly instance: string;
-  /** A change committed by another instance. */
-  readonly onChange: (msg: ChangeMessage) => void;
+  /** A change committed (or a token revoked) by another instance. */
+  readonly onChange: (msg: BusMessage) => void;
   /** The subscription went up or down. After it comes back up, messages may have been missed. */
   readonly onState: (subscribed: boolean) => void;
   readonly log: Logger;

@@ -1,20 +1,26 @@
 import { Redis } from 'ioredis';
 import { isTenantId } from '../authz/tenant.ts';
-import type { ChangeMessage } from './messages.ts';
+import type { BusMessage } from './messages.ts';
 import type { RedisBridge, RedisBridgeOptions } from './port.ts';
 
 /** The channel every instance publishes its committed changes on. */
 const CHANGES_CHANNEL = 'rbac-gateway:changes:v1';
 
-/** What travels through Redis: a change message and the instance that committed it. */
-interface RedisEnvelope extends ChangeMessage {
-  readonly from: string;
+/** What travels through Redis: a change message (or a revocation) and the instance that committed it. */
+type RedisEnvelope = BusMessage & { readonly from: string };
+
+/** Whether `m` is a revocation from another instance: a jti of a token's length, an expiry in ms. */
+function isRevocationEnvelope(m: Record<string, unknown>): boolean {
+  return (
+    m.v === 1 && typeof m.from === 'string' && typeof m.revoked === 'string' && m.revoked.length > 0 && m.revoked.length <= 128 && Number.isSafeInteger(m.until)
+  );
 }
 
 /** Whether `x` is an envelope; its tenant must look like a TenantId (see isTenantId). */
 function isEnvelope(x: unknown): x is RedisEnvelope {
   if (typeof x !== 'object' || x === null) return false;
   const m = x as Record<string, unknown>;
+  if ('revoked' in m) return isRevocationEnvelope(m);
   return (
     m.v === 1 &&
     typeof m.from === 'string' &&
@@ -90,6 +96,10 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
       return;
     }
     if (parsed.from === o.instance) return;
+    if ('revoked' in parsed) {
+      o.onChange({ v: 1, revoked: parsed.revoked, until: parsed.until, remote: true });
+      return;
+    }
     const { tenant, revision, changes } = parsed;
     const at = typeof parsed.at === 'number' && Number.isFinite(parsed.at) ? { at: parsed.at } : {};
     o.onChange(changes === undefined ? { v: 1, tenant, revision, remote: true, ...at } : { v: 1, tenant, revision, changes, remote: true, ...at });

@@ -52,6 +52,9 @@ export const LOG_EVENTS = {
   'audit.unwritten_at_stop': 'audit rows not written at shutdown: the database is unavailable',
   'audit.pruned': 'audit rows past retention deleted',
   'audit.prune_failed': 'audit retention failed; trying again later',
+  // Issued tokens and their revocation.
+  'tokens.revoked_read_failed': 'reading the revoked tokens failed',
+  'tokens.prune_failed': 'deleting expired tokens failed; trying again later',
   // The workflow scheduler and its webhooks.
   'scheduler.lease_taken': 'workflow scheduler leads',
   'scheduler.standing_by': 'workflow scheduler stands by',

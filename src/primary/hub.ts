@@ -1,6 +1,6 @@
 import type { Worker } from 'node:cluster';
 import type { Logger } from '../log/index.ts';
-import type { ChangeMessage } from '../invalidation/messages.ts';
+import type { BusMessage } from '../invalidation/messages.ts';
 import type { ToWorker } from '../ipc/protocol.ts';
 import { systemClock, type Clock, type Timer } from '../time/clock.ts';
 
@@ -56,7 +56,7 @@ export class ChangeHub {
    * from another instance (through Redis); nobody waits for it, so its acknowledgements are not
    * awaited either (a worker that missed it catches up at its next revalidation).
    */
-  change(origin: Worker | undefined, originId: number, msgs: readonly ChangeMessage[]): void {
+  change(origin: Worker | undefined, originId: number, msgs: readonly BusMessage[]): void {
     const gid = this.#nextId++;
     const waiting = new Set<number>();
     for (const [id, w] of this.#joined) {

@@ -4,7 +4,7 @@ import { startRedisBridge, type RedisBridge } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { ChangeHub } from './hub.ts';
 import type { ToPrimary } from '../ipc/protocol.ts';
-import type { ChangeMessage } from '../invalidation/messages.ts';
+import { isRevocation, type BusMessage, type ChangeMessage } from '../invalidation/messages.ts';
 
 /** The workers' change traffic: their IPC fan-out (the hub) and, when configured, the other instances (Redis). */
 export class ChangeRelay {
@@ -48,10 +48,17 @@ export class ChangeRelay {
     this.#publish(msgs);
   }
 
-  /** Committed changes to the other instances. Revision hints stay inside the instance: the others catch up through revalidation. */
-  #publish(msgs: readonly ChangeMessage[]): void {
+  /**
+   * Committed changes and revocations to the other instances. Revision hints stay inside the
+   * instance: the others catch up through revalidation. A revocation names no client data.
+   */
+  #publish(msgs: readonly BusMessage[]): void {
     if (this.#redis === undefined) return;
     for (const msg of msgs) {
+      if (isRevocation(msg)) {
+        this.#redis.publish(msg);
+        continue;
+      }
       if (msg.changes === undefined) continue;
       const { tenant, revision, at } = msg;
       this.#redis.publish(this.#namesOverRedis ? msg : at === undefined ? { v: 1, tenant, revision } : { v: 1, tenant, revision, at });

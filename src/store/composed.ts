@@ -4,7 +4,21 @@ import type { GraphImage } from '../authz/graph-image.ts';
 import type { ExportPage, ExportPosition, ImportDone } from '../authz/transfer.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { DeliveryJob, DeliveryUpdate, DueSchedule, RunEntry, ScheduleEntry, ScheduleInput, WorkflowStore } from '../workflow/records.ts';
-import type { AuditPosition, AuditStore, BoundaryCommitted, CreatedTenants, ImportRequest, WriteRefused, Meta, PendingWrite, Store, StoreRoles, TenantStore, WriteSettled } from './port.ts';
+import type {
+  AuditPosition,
+  AuditStore,
+  BoundaryCommitted,
+  CreatedTenants,
+  ImportRequest,
+  Meta,
+  PendingWrite,
+  Store,
+  StoreRoles,
+  TenantStore,
+  TokenStore,
+  WriteRefused,
+  WriteSettled,
+} from './port.ts';
 
 /**
  * The base of an adapter made of its roles (one object each, in files of their own): each store
@@ -16,12 +30,14 @@ export abstract class ComposedStore implements Store {
   readonly #tenant: TenantStore;
   readonly #audit: AuditStore;
   readonly #workflow: WorkflowStore;
+  readonly #tokens: TokenStore;
   readonly #meta: Meta;
 
   constructor(roles: StoreRoles) {
     this.#tenant = roles.tenant;
     this.#audit = roles.audit;
     this.#workflow = roles.workflow;
+    this.#tokens = roles.tokens;
     this.#meta = roles.meta;
   }
 
@@ -97,6 +113,19 @@ export abstract class ComposedStore implements Store {
   }
   recordDelivery(update: DeliveryUpdate): Promise<void> {
     return this.#workflow.recordDelivery(update);
+  }
+
+  recordToken(tenant: TenantId, jti: string, expiresAtMs: number): Promise<void> {
+    return this.#tokens.recordToken(tenant, jti, expiresAtMs);
+  }
+  revokeToken(tenant: TenantId, jti: string, nowMs: number, audit: AuditRecord): Promise<number | undefined> {
+    return this.#tokens.revokeToken(tenant, jti, nowMs, audit);
+  }
+  revokedTokens(nowMs: number): Promise<Array<[string, number]>> {
+    return this.#tokens.revokedTokens(nowMs);
+  }
+  pruneTokens(nowMs: number, limit: number): Promise<number> {
+    return this.#tokens.pruneTokens(nowMs, limit);
   }
 
   ping(): Promise<void> {

@@ -310,6 +310,34 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE changelog DROP CONSTRAINT changelog_pkey, ADD PRIMARY KEY (client_id, revision, seq)`,
     ],
   },
+  {
+    version: 8,
+    name: 'issued tokens and their revocation',
+    // One row per token issued (docs/api.md §3): its jti, its client's hash and its expiry (epoch
+    // ms), and `revoked_at` (epoch ms) once revoked. Rows past their expiry are deleted: a token
+    // is refused then anyway. The workers read the revoked tokens not yet expired at start and
+    // periodically (a partial index keeps that read to the few revoked ones).
+    sqlite: [
+      `CREATE TABLE issued_tokens (
+         jti TEXT PRIMARY KEY,
+         client_hash TEXT NOT NULL,
+         expires_at INTEGER NOT NULL,
+         revoked_at INTEGER
+       ) WITHOUT ROWID`,
+      `CREATE INDEX issued_tokens_by_expiry ON issued_tokens (expires_at)`,
+      `CREATE INDEX issued_tokens_revoked ON issued_tokens (expires_at) WHERE revoked_at IS NOT NULL`,
+    ],
+    postgresql: [
+      `CREATE TABLE issued_tokens (
+         jti TEXT COLLATE "C" PRIMARY KEY,
+         client_hash TEXT COLLATE "C" NOT NULL,
+         expires_at BIGINT NOT NULL,
+         revoked_at BIGINT
+       )`,
+      `CREATE INDEX issued_tokens_by_expiry ON issued_tokens (expires_at)`,
+      `CREATE INDEX issued_tokens_revoked ON issued_tokens (expires_at) WHERE revoked_at IS NOT NULL`,
+    ],
+  },
 ];
 
 /** The two bounds on both kinds of edge, nullable (existing edges stay permanent). */

@@ -112,6 +112,22 @@ export interface AuditStore {
   pruneAudit(before: string, limit: number): Promise<number>;
 }
 
+/** Issued tokens and their revocation (docs/api.md §3): no graph holds them, no revision counts them. */
+export interface TokenStore {
+  /** Records a token just issued: its jti, its tenant, its expiry (ms since the epoch). */
+  recordToken(tenant: TenantId, jti: string, expiresAtMs: number): Promise<void>;
+  /**
+   * Revokes the tenant's token `jti`, when it was issued to that tenant and has not expired by
+   * `nowMs`, committing `audit` with it; answers the token's expiry (ms since the epoch), else
+   * undefined (nothing stored). Revoking it again answers the same.
+   */
+  revokeToken(tenant: TenantId, jti: string, nowMs: number, audit: AuditRecord): Promise<number | undefined>;
+  /** Every revoked token not expired by `nowMs`: its jti and expiry (ms since the epoch). */
+  revokedTokens(nowMs: number): Promise<Array<[string, number]>>;
+  /** Deletes at most `limit` tokens expired by `nowMs`; how many went. */
+  pruneTokens(nowMs: number, limit: number): Promise<number>;
+}
+
 /** The database itself: reachability, the encryption mark, the shared cursor secret. */
 export interface Meta {
   /** Resolves when the database answers. */
@@ -127,7 +143,7 @@ export interface Meta {
 }
 
 /** Every call of every role: the methods that ask the database something. */
-export interface StoreCalls extends TenantStore, AuditStore, WorkflowStore, Meta {}
+export interface StoreCalls extends TenantStore, AuditStore, WorkflowStore, TokenStore, Meta {}
 export type StoreMethod = keyof StoreCalls;
 
 /** Every role, and closing: what an adapter implements, and what the pool and the wrappers offer in front of it. */
@@ -140,6 +156,7 @@ export interface StoreRoles {
   readonly tenant: TenantStore;
   readonly audit: AuditStore;
   readonly workflow: WorkflowStore;
+  readonly tokens: TokenStore;
   readonly meta: Meta;
 }
 

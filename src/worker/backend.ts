@@ -11,6 +11,7 @@ import { counted, countedSchedule } from './metrics.ts';
 import type { FanOut } from './fan-out.ts';
 import { AppError } from '../errors/index.ts';
 import type { WritePipeline } from './write-pipeline.ts';
+import type { Revocations } from './revocations.ts';
 
 /** The instance's Redis subscription as the primary reports it ('off' without Redis). */
 export interface RedisStatus {
@@ -25,14 +26,24 @@ export class WorkerBackend implements Backend {
   readonly #metrics: WorkerMetrics | undefined;
   readonly #redis: RedisStatus;
   readonly #fanOut: FanOut;
+  readonly #revocations: Revocations;
 
-  constructor(store: ResilientStore, pipeline: WritePipeline, trail: AuditTrail, metrics: WorkerMetrics | undefined, redis: RedisStatus, fanOut: FanOut) {
+  constructor(
+    store: ResilientStore,
+    pipeline: WritePipeline,
+    trail: AuditTrail,
+    metrics: WorkerMetrics | undefined,
+    redis: RedisStatus,
+    fanOut: FanOut,
+    revocations: Revocations,
+  ) {
     this.#fanOut = fanOut;
     this.#store = store;
     this.#pipeline = pipeline;
     this.#trail = trail;
     this.#metrics = metrics;
     this.#redis = redis;
+    this.#revocations = revocations;
   }
 
   write(tenant: TenantId, changes: readonly Change[], audit: AuditOfWrite | undefined, ifMatch?: number): Promise<WriteOutcome> {
@@ -73,6 +84,12 @@ export class WorkerBackend implements Backend {
   }
   exportPage(tenant: TenantId, after: ExportPosition | undefined, limit: number): Promise<ExportPage> {
     return this.#store.exportPage(tenant, after, limit);
+  }
+  recordToken(tenant: TenantId, jti: string, expiresAtMs: number): Promise<void> {
+    return this.#store.recordToken(tenant, jti, expiresAtMs);
+  }
+  revokeToken(tenant: TenantId, jti: string, audit: AuditRecord): Promise<number | undefined> {
+    return this.#revocations.revoke(tenant, jti, audit);
   }
   recordAudit(row: AuditRecord): void {
     this.#trail.record(row);

@@ -4,7 +4,7 @@ import { WorkerMetrics } from '../metrics/worker.ts';
 import { NO_REQUEST_METRICS } from '../metrics/requests.ts';
 import type { Config } from '../config/index.ts';
 import { chooseEngine } from '../http/engine/index.ts';
-import { API_SERIES, startHttpServer } from '../http/server.ts';
+import { API_SERIES, RevokedTokens, startHttpServer } from '../http/server.ts';
 import type { Bus } from '../invalidation/index.ts';
 import type { Logger } from '../log/index.ts';
 import { PooledStore } from '../pool/index.ts';
@@ -19,6 +19,7 @@ import { WorkerBackend, type RedisStatus } from './backend.ts';
 import { FanOut } from './fan-out.ts';
 import type { Stoppable } from './lifecycle.ts';
 import { applyChangesFrom, changelogReplay, measuredReplay } from './remote-changes.ts';
+import { Revocations } from './revocations.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -63,13 +64,17 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       fanOutSlots: FAN_OUT_SLOTS,
       maxBatch: MAX_WRITE_BATCH,
     });
-    applyChangesFrom(bus, cache, replay, metrics);
-    // After subscribing: a tenant created after this read is heard of as a change.
+    const revoked = new RevokedTokens();
+    const revocations = new Revocations(store, bus, revoked, log);
+    applyChangesFrom(bus, cache, replay, metrics, (msg) => revocations.received(msg));
+    // After subscribing: a tenant created (or a token revoked) after this read is heard of as a message.
     const created = await loadClientIndex(cache, store);
+    await revocations.load();
+    revocations.start(config.AUTH_REVALIDATE_MS);
     const revalidator = startRevalidation(cache, store, measuredReplay(replay, metrics), created, config.AUTH_REVALIDATE_MS, log);
     const trail = new AuditTrail((rows) => store.appendAudit(rows), log);
     const retention = startAuditRetention((before, limit) => store.pruneAudit(before, limit), config.AUTH_AUDIT_RETENTION_DAYS, log);
-    const backend = new WorkerBackend(store, pipeline, trail, metrics, redis, fanOut);
+    const backend = new WorkerBackend(store, pipeline, trail, metrics, redis, fanOut, revocations);
     // The primary resolved `auto` before forking (and refused a `uws` that cannot load).
     const engine = chooseEngine(config.AUTH_HTTP_ENGINE);
     const server = await startHttpServer({
@@ -80,6 +85,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       engine,
       cursorSecret: await store.cursorSecret(),
       metrics: metrics?.requests ?? NO_REQUEST_METRICS,
+      revoked,
     });
     return {
       port: server.port,
@@ -89,6 +95,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       async stop(graceMs) {
         revalidator.stop();
         retention.stop();
+        revocations.stop();
         await server.close(graceMs);
         await trail.close();
         await bus.close();

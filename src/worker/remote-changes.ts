@@ -1,6 +1,7 @@
 import type { TenantId } from '../authz/tenant.ts';
 import type { Replay, TenantCache } from '../cache/index.ts';
 import type { Bus } from '../invalidation/index.ts';
+import { isRevocation, type RevocationMessage } from '../invalidation/messages.ts';
 import { APPLY_BUDGET_MS } from '../ipc/timing.ts';
 import type { WorkerMetrics } from '../metrics/worker.ts';
 import type { TenantStore } from '../store/port.ts';
@@ -15,10 +16,19 @@ export function changelogReplay(store: Pick<TenantStore, 'changes'>): (tenant: T
 
 /**
  * Changes committed by the other workers (and instances) are applied to this worker's graphs,
- * each within {@link APPLY_BUDGET_MS}; the delay from commit to applied is measured.
+ * each within {@link APPLY_BUDGET_MS}; the delay from commit to applied is measured. Tokens they
+ * revoked go to `revoked`.
  */
-export function applyChangesFrom(bus: Bus, cache: TenantCache, replay: (tenant: TenantId) => Replay, metrics: WorkerMetrics | undefined): void {
+export function applyChangesFrom(
+  bus: Bus,
+  cache: TenantCache,
+  replay: (tenant: TenantId) => Replay,
+  metrics: WorkerMetrics | undefined,
+  revoked: (msg: RevocationMessage) => void,
+): void {
   bus.subscribe(async (msg) => {
+    // A token revoked elsewhere (docs/api.md §3): no graph to touch.
+    if (isRevocation(msg)) return revoked(msg);
     if (msg.v !== 1) return cache.drop(msg.tenant);
     // Applying is immediate unless a gap needs a changelog replay, which waits behind the pool's
     // queue. The writer's response waits for this acknowledgement, so a replay that is slow

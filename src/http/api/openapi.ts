@@ -12,7 +12,7 @@ function parametersOf(r: Route): object[] {
     name: p,
     in: 'path',
     required: true,
-    description: `${p} name: ${NAME_RULE}, percent-encoded`,
+    description: p === 'jti' ? "The token's jti claim" : `${p} name: ${NAME_RULE}, percent-encoded`,
     schema: name,
   }));
   if (r.kind === 'log') {
@@ -65,7 +65,7 @@ function responsesOf(r: Route): Record<string, object> {
   if (r.badRequest !== undefined) responses[400] = r.badRequest;
   if (accessOf(r) === 'write') responses[403] = "A token of scope 'read'";
   if (accessOf(r) === 'key') responses[403] = 'A token (only client keys mint tokens)';
-  if (r.kind === 'token') responses[501] = 'No AUTH_JWT_SECRET_KEY configured';
+  if (r.kind === 'token' || r.kind === 'revoke') responses[501] = 'No AUTH_JWT_SECRET_KEY configured';
   if (r.body !== undefined) {
     responses[413] = 'Body too large';
     responses[415] = 'Body is not JSON';

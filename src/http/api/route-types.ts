@@ -33,6 +33,7 @@ export type RouteId =
   | 'which_roles_can'
   | 'changes'
   | 'token.issue'
+  | 'token.revoke'
   | 'audit'
   | 'check'
   | 'workflow.users'
@@ -138,6 +139,11 @@ export interface TokenRoute extends RouteBase<'token.issue'> {
   readonly kind: 'token';
 }
 
+/** DELETE /api/token/{jti}: revokes a token of the caller's client (docs/api.md §3). */
+export interface RevokeRoute extends RouteBase<'token.revoke'> {
+  readonly kind: 'revoke';
+}
+
 /** The tenant's audit trail, read from the database, newest first, paged by row id. */
 export interface AuditRoute extends RouteBase {
   readonly kind: 'audit';
@@ -165,6 +171,7 @@ export type Route =
   | PreviewRoute
   | LogRoute
   | TokenRoute
+  | RevokeRoute
   | AuditRoute
   | WorkflowRoute
   | DataRoute;
@@ -185,6 +192,7 @@ export function isGraphRoute(route: Route): route is GraphRoute {
     case 'preview':
     case 'log':
     case 'token':
+    case 'revoke':
     case 'audit':
     case 'workflow':
     case 'data':
@@ -199,7 +207,7 @@ export function isPaged(route: Route): boolean {
 
 /** Whether a successful request's audit row commits in the store with what it changed (not after the answer). */
 export function auditCommitsWithChange(route: Route): boolean {
-  return route.kind === 'write' || ((route.kind === 'workflow' || route.kind === 'data') && accessOf(route) === 'write');
+  return route.kind === 'write' || route.kind === 'revoke' || ((route.kind === 'workflow' || route.kind === 'data') && accessOf(route) === 'write');
 }
 
 /** What a route asks of the caller's credential: see {@link accessOf}. */
@@ -215,6 +223,7 @@ export function accessOf(route: Route): Access {
     case 'token':
       return 'key';
     case 'write':
+    case 'revoke':
       return 'write';
     case 'workflow':
       return route.op === 'schedule' || route.op === 'unschedule' ? 'write' : 'read';

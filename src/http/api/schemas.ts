@@ -190,6 +190,10 @@ export const data = {
     expires_in: { type: 'integer', minimum: 1, maximum: 86400 },
     scope: { type: 'string', enum: ['read', 'write'] },
   }),
+  tokenRevoked: obj({
+    jti: { type: 'string', description: "The revoked token's jti" },
+    revoked_until: { ...instant, description: "The token's expiry: it is refused until then, and expired after" },
+  }),
   audit: listOf({
     type: 'object',
     additionalProperties: false,

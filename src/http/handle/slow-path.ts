@@ -8,7 +8,7 @@ import type { BodyResult } from '../input/body.ts';
 import type { Drain } from '../reply/drain.ts';
 import type { Query } from '../input/query.ts';
 import { corked, type Reply, type TenantTarget } from '../reply/reply.ts';
-import type { AuditRoute, GraphRoute, LogRoute, PreviewRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
+import type { AuditRoute, GraphRoute, LogRoute, PreviewRoute, RevokeRoute, Route, TokenRoute, WorkflowRoute, WriteRoute } from '../api/route-types.ts';
 import { dryRun } from './dry-run.ts';
 import { DataAnswers } from './data-answers.ts';
 import type { Logger } from '../../log/index.ts';
@@ -16,6 +16,7 @@ import type { WorkflowAnswers } from './workflow-answers.ts';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
 import type { Principal } from '../input/credentials.ts';
+import { formatInstant } from '../../time/instant.ts';
 
 /** How tokens are issued: the signer (none without AUTH_JWT_SECRET_KEY) and the default lifetime. */
 export interface TokenIssuing {
@@ -102,6 +103,8 @@ export class SlowPath {
         return this.#auditPage(t, route, query, g);
       case 'token':
         return this.#token(t, route, value, principal, g);
+      case 'revoke':
+        return this.#revoke(t, route, p, g);
       case 'workflow':
         return this.#workflow(t, route, p, query, value, g);
       case 'preview':
@@ -189,7 +192,23 @@ export class SlowPath {
     if (authority === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
     const asked = (value ?? {}) as { scope?: TokenScope; ttl_seconds?: number };
     const issued = await authority.issue(principal.tenant, asked.scope ?? 'write', asked.ttl_seconds ?? this.#tokens.defaultTtlSeconds);
+    // Recorded before it is handed out, so that it can be revoked from its first use on.
+    await this.#backend.recordToken(principal.tenant, issued.jti, issued.expiresAtMs);
     const text = this.#answers.token(route, issued);
+    corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
+  }
+
+  /**
+   * DELETE /api/token/{jti} (docs/api.md §3): stored with its audit row, then known to every worker
+   * and instance, then answered; the client's revision does not move.
+   */
+  async #revoke(t: TenantTarget, route: RevokeRoute, p: string[], g: TenantGraph): Promise<void> {
+    if (this.#tokens.authority === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
+    if (t.audit === undefined) throw new Error('a revocation is always audited');
+    const jti = p[0] as string;
+    const until = await this.#backend.revokeToken(t.tenant, jti, t.audit.row(route.status));
+    if (until === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKEN_NOT_FOUND', { jti }), this.#revisionOr(t, g)));
+    const text = this.#answers.envelope(route, { jti, revoked_until: formatInstant(until * 1000) });
     corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
   }
 

@@ -2,6 +2,7 @@ import * as nodeCrypto from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { TenantId } from '../../authz/tenant.ts';
 import type { TokenAuthority } from '../../crypto/tokens.ts';
+import type { RevokedTokens } from './revoked-tokens.ts';
 
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 /** Three base64url parts: the shape of a compact JWS (jose judges the rest). */
@@ -55,9 +56,18 @@ export class Credentials {
    * false for a client that has certainly never written; its key is not remembered, so a flood
    * of random keys does not churn the map (and push real clients' keys out of it).
    */
-  constructor(tokens: TokenAuthority | undefined, mayExist: (tenant: TenantId) => boolean = () => true) {
+  readonly #revoked: RevokedTokens | undefined;
+
+  /**
+   * `revoked`: the tokens revoked (docs/api.md §3). A token is looked up there when it is
+   * verified, and forgotten from memory when it is revoked, so that a key, or a token in steady
+   * use, pays nothing for revocation.
+   */
+  constructor(tokens: TokenAuthority | undefined, mayExist: (tenant: TenantId) => boolean = () => true, revoked?: RevokedTokens) {
     this.#tokens = tokens;
     this.#mayExist = mayExist;
+    this.#revoked = revoked;
+    revoked?.onRevoked((jti) => this.#forget(`token:${jti}`));
   }
 
   /** The principal of a client key, or of a token verified before and still valid; else undefined. */
@@ -87,10 +97,21 @@ export class Credentials {
     const token = bearer(header);
     if (this.#tokens === undefined || token === undefined) return undefined;
     const claims = await this.#tokens.verify(token);
-    if (claims === undefined) return undefined;
+    if (claims === undefined || this.#revoked?.has(claims.jti) === true) return undefined;
     // The sub of a token this service signed is a key's hash (TokenAuthority checked its form).
     const tenant = claims.sub as TenantId;
     return this.#remember(header, { tenant, scope: claims.scope, credential: `token:${claims.jti}`, expiresAtMs: claims.expiresAtMs });
+  }
+
+  /** Forgets every header remembered for the token named `credential` (rare: a revocation). */
+  #forget(credential: string): void {
+    const headers: string[] = [];
+    for (const [header, principal] of this.#known.entries()) if (principal.scope !== 'key' && principal.credential === credential) headers.push(header);
+    for (const header of headers) this.#known.delete(header);
+    if (this.#lastPrincipal?.credential === credential) {
+      this.#lastHeader = '';
+      this.#lastPrincipal = undefined;
+    }
   }
 
   #remember(header: string, principal: Principal): Principal {

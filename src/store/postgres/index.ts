@@ -11,6 +11,7 @@ import { storeFailure, transience } from '../transient.ts';
 import { PostgresAudit } from './audit.ts';
 import { run, statement as s, type Db, type PostgresAccess, type Row, type Statement, type TxBody } from './sql.ts';
 import { PostgresTenants } from './tenant.ts';
+import { PostgresTokens } from './tokens.ts';
 import { PostgresWorkflows } from './workflow.ts';
 
 /** Any 64-bit key, the same in every process: serialises migrations across processes. */
@@ -31,6 +32,7 @@ export class PostgresStore extends ComposedStore {
       tenant: new PostgresTenants(connection),
       audit: new PostgresAudit(connection),
       workflow: new PostgresWorkflows(connection),
+      tokens: new PostgresTokens(connection),
       meta: new PostgresMeta(connection),
     } satisfies StoreRoles);
     this.#connection = connection;

@@ -11,6 +11,7 @@ import type { Meta, StoreRoles } from '../port.ts';
 import type { AuditRecord } from '../../audit/record.ts';
 import { SqliteAudit } from './audit.ts';
 import { SqliteTenants } from './tenant.ts';
+import { SqliteTokens } from './tokens.ts';
 import { SqliteWorkflows } from './workflow.ts';
 
 type Row = Record<string, unknown>;
@@ -51,7 +52,13 @@ function open(path: string): Database.Database {
 function roles(db: Database.Database): StoreRoles {
   const audit = new SqliteAudit(db);
   const insertAudit = (r: AuditRecord): void => audit.insert(r);
-  return { tenant: new SqliteTenants(db, insertAudit), audit, workflow: new SqliteWorkflows(db, insertAudit), meta: new SqliteMeta(db) };
+  return {
+    tenant: new SqliteTenants(db, insertAudit),
+    audit,
+    workflow: new SqliteWorkflows(db, insertAudit),
+    tokens: new SqliteTokens(db, insertAudit),
+    meta: new SqliteMeta(db),
+  };
 }
 
 /** The database itself (see Meta): reachability, the encryption mark, the cursor secret. */

@@ -92,6 +92,19 @@ export abstract class DelegatingStore implements Store {
     return this.call('recordDelivery', [update]);
   }
 
+  recordToken(tenant: TenantId, jti: string, expiresAtMs: number): Promise<void> {
+    return this.call('recordToken', [tenant, jti, expiresAtMs]);
+  }
+  revokeToken(tenant: TenantId, jti: string, nowMs: number, audit: AuditRecord): Promise<number | undefined> {
+    return this.call('revokeToken', [tenant, jti, nowMs, audit]);
+  }
+  revokedTokens(nowMs: number): Promise<Array<[string, number]>> {
+    return this.call('revokedTokens', [nowMs]);
+  }
+  pruneTokens(nowMs: number, limit: number): Promise<number> {
+    return this.call('pruneTokens', [nowMs, limit]);
+  }
+
   ping(): Promise<void> {
     return this.call('ping', []);
   }

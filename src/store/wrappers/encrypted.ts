@@ -166,6 +166,11 @@ export class EncryptedStore extends DelegatingStore {
     }));
   }
 
+  /** The revocation's audit row, its resource sealed like every other row's. */
+  override revokeToken(tenant: TenantId, jti: string, nowMs: number, audit: AuditRecord): Promise<number | undefined> {
+    return this.#inner.revokeToken(tenant, jti, nowMs, this.#sealAudit(audit));
+  }
+
   /** A stored run in plaintext. Its lists were sorted by ciphertext in the database: sorted again, by code point. */
   #openRun(run: RunEntry): RunEntry {
     const names = (list: readonly string[]): string[] => list.map((u) => this.#cipher.decrypt(u)).sort(byCodePoint);

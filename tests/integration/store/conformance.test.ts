@@ -17,6 +17,7 @@ import { databasesCases } from './cases/databases.ts';
 import { workflowCases } from './cases/workflow.ts';
 import { outcomes, writesCases } from './cases/writes.ts';
 import { windowsCases } from './cases/windows.ts';
+import { tokensCases } from './cases/tokens.ts';
 
 const TOPICS: readonly Topic[] = [
   { title: 'writes and the changelog', cases: writesCases },
@@ -25,6 +26,7 @@ const TOPICS: readonly Topic[] = [
   { title: 'workflow schedules and runs', cases: workflowCases },
   { title: 'tenantsSince', cases: createdCases },
   { title: 'write requests, If-Match, windows and their boundaries', cases: windowsCases },
+  { title: 'issued tokens and their revocation', cases: tokensCases },
 ];
 
 for (const backend of [sqliteBackend(), postgresBackend()]) {

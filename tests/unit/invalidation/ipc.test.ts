@@ -73,8 +73,9 @@ test('apply runs the handler on every change and acknowledges once all settled, 
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
   bus.subscribe((msg) => {
-    seen.push(msg.revision);
-    if (msg.revision === 1) return held;
+    const revision = 'revision' in msg ? msg.revision : 0;
+    seen.push(revision);
+    if (revision === 1) return held;
     return Promise.reject(new Error('could not apply'));
   });
   bus.receive({ t: 'apply', id: 4, msgs: [change(1), change(2)] });

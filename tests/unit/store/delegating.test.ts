@@ -76,6 +76,7 @@ test("an adapter's call reaches the method of the same name of the role the port
     tenant: recorder('tenant.', seen),
     audit: recorder('audit.', seen),
     workflow: recorder('workflow.', seen),
+    tokens: recorder('tokens.', seen),
     meta: recorder('meta.', seen),
   };
   const adapter = new (class extends ComposedStore {
@@ -91,7 +92,9 @@ test("an adapter's call reaches the method of the same name of the role the port
         ? 'audit'
         : ['load', 'loadGraph', 'revision', 'revisions', 'tenantsSince', 'changes', 'writeMany', 'commitBoundaries', 'exportPage', 'importData'].includes(m)
           ? 'tenant'
-          : 'workflow';
+          : ['recordToken', 'revokeToken', 'revokedTokens', 'pruneTokens'].includes(m)
+            ? 'tokens'
+            : 'workflow';
   assert.deepEqual(
     seen,
     STORE_METHOD_NAMES.map((m) => [`${roleOf(m)}.${m}`, argsOf(m).slice(0, adapter[m].length)]),
@@ -100,7 +103,7 @@ test("an adapter's call reaches the method of the same name of the role the port
 
 test('the call names are the ports’ methods, each once; nothing else is one', () => {
   assert.equal(new Set(STORE_METHOD_NAMES).size, STORE_METHOD_NAMES.length);
-  assert.equal(STORE_METHOD_NAMES.length, 26);
+  assert.equal(STORE_METHOD_NAMES.length, 30);
   for (const m of ['load', 'writeMany', 'audit', 'claimDeliveries', 'cursorSecret'] as const) assert.ok(STORE_METHOD_NAMES.includes(m), m);
   for (const name of ['constructor', 'toString', 'close', '__proto__', 'hasOwnProperty', 42]) assert.equal(isStoreMethod(name), false, String(name));
 });

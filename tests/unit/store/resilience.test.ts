@@ -158,6 +158,10 @@ function flakyStore(): { store: Store; failing: { on: boolean; error: () => AppE
     runSchedule: () => hit(undefined),
     claimDeliveries: () => hit([]),
     recordDelivery: () => hit(undefined),
+    recordToken: () => hit(undefined),
+    revokeToken: () => hit(undefined),
+    revokedTokens: () => hit([]),
+    pruneTokens: () => hit(0),
   };
   return { store, failing, calls };
 }

@@ -9,7 +9,7 @@ import { TenantCache } from '../../../../src/cache/index.ts';
 import { loadConfig } from '../../../../src/config/index.ts';
 import type { Engine, EngineApp, EngineRequest, EngineResponse, Handler } from '../../../../src/http/engine/port.ts';
 import { tenantOfKey } from '../../../../src/http/input/credentials.ts';
-import { startHttpServer, type Backend } from '../../../../src/http/server.ts';
+import { RevokedTokens, startHttpServer, type Backend } from '../../../../src/http/server.ts';
 import { createLogger } from '../../../../src/log/index.ts';
 import { NO_REQUEST_METRICS } from '../../../../src/metrics/requests.ts';
 import { generate, probes } from '../../../lib/dataset.ts';
@@ -54,6 +54,7 @@ await startHttpServer({
   cursorSecret: Buffer.alloc(32, 7),
   engine,
   metrics: NO_REQUEST_METRICS,
+  revoked: new RevokedTokens(),
 });
 const hasPermission = [...handlers].find(([k]) => k.startsWith('GET /api/has_permission/'))?.[1];
 if (hasPermission === undefined) throw new Error(`no has_permission handler among ${[...handlers.keys()].join(', ')}`);
