@@ -80,6 +80,7 @@ const files = [
   'tests/ops/deploy-ops.test.ts',
   'tests/ops/deploy-kubernetes.test.ts',
   'tests/ops/cli.test.ts',
+  'tests/ops/cli-transfer.test.ts',
   'tests/ops/backup-restore.test.ts',
   'tests/unit/imports.test.ts',
   'tests/unit/run-list.test.ts',

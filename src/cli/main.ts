@@ -8,17 +8,20 @@ import { parseOptions } from './args.ts';
 import type { Command } from './command.ts';
 import { backup } from './commands/backup.ts';
 import { checkConfig } from './commands/check-config.ts';
+import { exportCommand } from './commands/export.ts';
+import { importCommand } from './commands/import.ts';
 import { restore } from './commands/restore.ts';
 import { rotateEncryptionKey } from './commands/rotate-encryption-key.ts';
 import { version } from './commands/version.ts';
 import { EXIT, processIo, UsageError, type Io } from './io.ts';
+import { RemoteError } from './remote.ts';
 
 /**
- * Every command, in the order `--help` lists them. `export` and `import` (one client's data over
- * the HTTP API, docs/api.md) take their place here, between `version` and `backup`, as
- * commands/export.ts and commands/import.ts.
+ * Every command, in the order `--help` lists them: `export` and `import` are clients of a running
+ * service's HTTP API (docs/api.md §17); `backup`, `restore` and `rotate-encryption-key` work on
+ * the database itself.
  */
-const COMMANDS: readonly Command[] = [checkConfig, version, backup, restore, rotateEncryptionKey];
+const COMMANDS: readonly Command[] = [checkConfig, version, exportCommand, importCommand, backup, restore, rotateEncryptionKey];
 
 const USAGE = `Usage: rbac-gateway <command> [options]
        rbac-gateway <command> --help
@@ -27,8 +30,8 @@ Commands:
 ${COMMANDS.map((c) => `  ${c.name.padEnd(24)}${c.summary}`).join('\n')}
 
 Settings come from the environment, as the service's (docs/operations.md §1); secrets are never
-taken from arguments. Each result is one line of JSON on stdout; a progress bar is drawn on
-stderr when it is a terminal. Exit codes: 0 done, 1 failed, 2 bad usage or settings.`;
+taken from arguments. Each result is one line of JSON on stdout (on stderr when stdout carries
+the data, as export's does by default); a progress bar is drawn on stderr when it is a terminal. Exit codes: 0 done, 1 failed, 2 bad usage or settings.`;
 
 const wantsHelp = (args: readonly string[]): boolean => args.includes('--help') || args.includes('-h');
 
@@ -53,7 +56,8 @@ export async function runCli(argv: readonly string[], io: Io): Promise<number> {
     const message = err instanceof Error ? err.message : String(err);
     const hint = err instanceof UsageError ? ` (see rbac-gateway ${command === undefined ? '' : `${command.name} `}--help)` : '';
     io.note(`rbac-gateway ${command?.name ?? name}: ${message}${hint}`);
-    io.result({ error: { command: command?.name ?? name, message, exit_code: code } });
+    const status = err instanceof RemoteError ? { status: err.status } : {};
+    io.result({ error: { command: command?.name ?? name, message, exit_code: code, ...status } });
     return code;
   }
 }

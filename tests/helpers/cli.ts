@@ -5,7 +5,8 @@
  * Also: one client's data written through the API and every read route's answer for it, to tell
  * whether two servers answer the same.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import type { RbacClient } from '../../src/client/index.ts';
 import { outputSink, rememberEnvSecrets, rememberSecret } from './leak-record.ts';
 import { engineEnv, ROOT } from './server.ts';
@@ -29,9 +30,20 @@ function cliEnv(env: Readonly<Record<string, string>>): Record<string, string> {
   return full;
 }
 
+/** What a command reads on stdin: nothing, a file (a regular file: its size is known), or text through a pipe. */
+export type CliInput = { readonly file: string } | { readonly text: string };
+
 /** Starts `rbac-gateway <args>`; its output is saved for the leak scan. */
-export function spawnCli(args: readonly string[], env: Readonly<Record<string, string>>): ChildProcess {
-  const proc = spawn(process.execPath, [...ENTRY, ...args], { cwd: ROOT, env: cliEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnCli(args: readonly string[], env: Readonly<Record<string, string>>, input?: CliInput): ChildProcess {
+  const fd = input !== undefined && 'file' in input ? openSync(input.file, 'r') : undefined;
+  const stdin = fd ?? (input === undefined ? 'ignore' : 'pipe');
+  const stdio: StdioOptions = [stdin, 'pipe', 'pipe'];
+  const proc = spawn(process.execPath, [...ENTRY, ...args], { cwd: ROOT, env: cliEnv(env), stdio });
+  if (fd !== undefined) closeSync(fd);
+  if (input !== undefined && 'text' in input) {
+    proc.stdin?.on('error', () => undefined); // a command that stops early closes its stdin: not the test's failure
+    proc.stdin?.end(input.text);
+  }
   const sink = outputSink(`cli ${args[0] ?? ''}`);
   proc.stdout?.on('data', (c: Buffer) => sink.write(c));
   proc.stderr?.on('data', (c: Buffer) => sink.write(c));
@@ -40,8 +52,8 @@ export function spawnCli(args: readonly string[], env: Readonly<Record<string, s
 }
 
 /** Runs `rbac-gateway <args>` to its end. */
-export function runCli(args: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<CliRun> {
-  const proc = spawnCli(args, env);
+export function runCli(args: readonly string[], env: Readonly<Record<string, string>> = {}, input?: CliInput): Promise<CliRun> {
+  const proc = spawnCli(args, env, input);
   let [stdout, stderr] = ['', ''];
   proc.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
   proc.stderr?.on('data', (c: Buffer) => (stderr += c.toString()));

@@ -15,7 +15,7 @@ import { onlyResult, runCli } from '../helpers/cli.ts';
 import { ROOT, startServer, tempDir } from '../helpers/server.ts';
 import { entryArgs } from '../../support/launcher.ts';
 
-const COMMANDS = ['check-config', 'version', 'backup', 'restore', 'rotate-encryption-key'];
+const COMMANDS = ['check-config', 'version', 'export', 'import', 'backup', 'restore', 'rotate-encryption-key'];
 
 test('--help lists every command; each command has its own; no command at all is bad usage', async () => {
   const top = await runCli(['--help']);
