@@ -119,15 +119,7 @@ export class Reply {
     closeConnection = false,
   ): void {
     const res = t.res;
-    if (t.audit !== undefined) t.audit.replied(status);
-    const series = t.series ?? -1;
-    if (series >= 0) this.#metrics.answered(series, status, (performance.now() - (t.startedAt as number)) / 1000);
-    this.#access.answered(series, status, t.startedAt, t.requestId);
-    res.writeStatus(STATUS_LINE[status] ?? String(status));
-    res.writeHeader(CONTENT_TYPE, JSON_TYPE);
-    res.writeHeader(REQUEST_ID, t.requestId);
-    if (revision !== undefined) res.writeHeader(REVISION, revision === this.#revision ? this.#revisionText : this.#revisionHeader(revision));
-    writeCorsHeaders(res, this.cors, t.origin);
+    this.#head(t, status, JSON_TYPE, revision);
     if (extra !== undefined) for (const [k, v] of extra) res.writeHeader(k, v);
     res.end(body, closeConnection || this.#closing);
   }
@@ -138,6 +130,12 @@ export class Reply {
    * the engine's `write` and ends it (or closes the connection when it cannot be completed).
    */
   openStream(t: ReplyTarget, status: number, contentType: string, revision: number): void {
+    this.#head(t, status, contentType, revision);
+    if (this.#closing) t.res.writeHeader('Connection', 'close');
+  }
+
+  /** An answer's accounting (audit, metrics, access log) and its status line and common headers. */
+  #head(t: ReplyTarget, status: number, contentType: string | EncodedText, revision: number | undefined): void {
     const res = t.res;
     if (t.audit !== undefined) t.audit.replied(status);
     const series = t.series ?? -1;
@@ -146,9 +144,8 @@ export class Reply {
     res.writeStatus(STATUS_LINE[status] ?? String(status));
     res.writeHeader(CONTENT_TYPE, contentType);
     res.writeHeader(REQUEST_ID, t.requestId);
-    res.writeHeader(REVISION, this.#revisionHeader(revision));
+    if (revision !== undefined) res.writeHeader(REVISION, revision === this.#revision ? this.#revisionText : this.#revisionHeader(revision));
     writeCorsHeaders(res, this.cors, t.origin);
-    if (this.#closing) res.writeHeader('Connection', 'close');
   }
 
   #revisionHeader(revision: number): EncodedText {
