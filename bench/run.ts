@@ -15,6 +15,7 @@ import { readScenario, resolve, scenarioNames, type Run, type ScenarioFile } fro
 import { measureClients } from './lib/clients.ts';
 import { measureFlood } from './lib/flood.ts';
 import { measureHydration } from './lib/special.ts';
+import { measureTransfer } from './lib/transfer.ts';
 
 const RESULTS = join(ROOT, 'bench', 'results');
 
@@ -30,6 +31,7 @@ async function measure(run: Run): Promise<RunResult> {
   if (run.settings.kind === 'hydration') return measureHydration(run);
   if (run.settings.kind === 'flood') return measureFlood(run);
   if (run.settings.kind === 'clients') return measureClients(run);
+  if (run.settings.kind === 'transfer') return measureTransfer(run);
   return measureLoad(run);
 }
 

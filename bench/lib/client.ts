@@ -48,12 +48,21 @@ export interface ClientReport {
   tally: Tally;
 }
 
-export type ClientRequest = { id: number; job: ClientJob };
+/** A job to run, or the end of a running job before its duration (a load beside something of unknown length). */
+export type ClientRequest = { id: number; job: ClientJob } | { stop: number };
 export type ClientReply = { ready: true } | { id: number; report: ClientReport } | { id: number; error: string };
 
 export const histogram = (): hdr.Histogram => hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
 
 const datasets = new Map<string, Dataset>();
+/** The autocannon instances of each running job, to stop them on request; jobs asked to stop before they started. */
+const running = new Map<number, autocannon.Instance[]>();
+const stopped = new Set<number>();
+
+function stopJob(id: number): void {
+  stopped.add(id);
+  for (const instance of running.get(id) ?? []) instance.stop();
+}
 const mixes = new Map<string, Mix>();
 
 function dataset(shape: DataShape): Dataset {
@@ -71,6 +80,7 @@ function mixFor(recipe: Recipe): Mix {
 }
 
 function one(
+  id: number,
   url: string,
   job: ClientJob,
   mix: Mix,
@@ -102,6 +112,8 @@ function one(
       if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));
       else resolve(r);
     });
+    running.set(id, [...(running.get(id) ?? []), instance]);
+    if (stopped.has(id)) instance.stop();
     // A connection's first answer waited for every other connection to be set up: not a latency.
     const started = new WeakSet<object>();
     instance.on('reqError', (err: Error) => errorKinds.set(err.message, (errorKinds.get(err.message) ?? 0) + 1));
@@ -114,8 +126,8 @@ function one(
   });
 }
 
-/** One job: autocannon against each url with its share of this process's connections, at once. */
-export async function runJob(job: ClientJob): Promise<ClientReport> {
+/** One job: autocannon against each url with its share of this process's connections, at once (until `stopJob(id)` when sooner). */
+export async function runJob(id: number, job: ClientJob): Promise<ClientReport> {
   const mix = mixFor(job.recipe);
   const tally = mix.tally;
   [tally.checked, tally.wrong, tally.examples.length] = [0, 0, 0];
@@ -123,9 +135,15 @@ export async function runJob(job: ClientJob): Promise<ClientReport> {
   const errorKinds = new Map<string, number>();
   const { urls } = job;
   const share = (i: number): number => Math.floor(job.connections / urls.length) + (i < job.connections % urls.length ? 1 : 0);
-  const results = await Promise.all(
-    urls.flatMap((url, i) => (share(i) === 0 ? [] : [one(url, job, mix, share(i), job.firstConnection + i * 1000, h, errorKinds)])),
-  );
+  let results: autocannon.Result[];
+  try {
+    results = await Promise.all(
+      urls.flatMap((url, i) => (share(i) === 0 ? [] : [one(id, url, job, mix, share(i), job.firstConnection + i * 1000, h, errorKinds)])),
+    );
+  } finally {
+    running.delete(id);
+    stopped.delete(id);
+  }
   return {
     requests: results.reduce((n, r) => n + r.requests.total, 0),
     durationS: Math.max(...results.map((r) => r.duration)),
@@ -140,7 +158,8 @@ export async function runJob(job: ClientJob): Promise<ClientReport> {
 if (process.send !== undefined) {
   const send = (m: ClientReply): void => void process.send?.(m);
   process.on('message', (m: ClientRequest) => {
-    runJob(m.job).then(
+    if ('stop' in m) return stopJob(m.stop);
+    runJob(m.id, m.job).then(
       (report) => send({ id: m.id, report }),
       (err: unknown) => send({ id: m.id, error: err instanceof Error ? err.message : String(err) }),
     );

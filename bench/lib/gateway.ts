@@ -32,6 +32,8 @@ export interface Target {
   /** CPU seconds of all its processes so far; undefined when they are not on this machine. */
   cpuSeconds(): number | undefined;
   rssMb(): number | undefined;
+  /** The primary process of each gateway instance started here (none for a BENCH_TARGET or a ceiling). */
+  primaries?: number[];
   /** Log lines so far (a log line per request shows here). */
   lines(): number;
   stop(): Promise<void>;
@@ -88,6 +90,7 @@ export function fromInstances(label: string, instances: Instance[], keys: string
     threads,
     cpuSeconds: () => sum(treeCpuSeconds),
     rssMb: () => sum(treeRssMb),
+    primaries: instances.map((i) => i.pid),
     lines: () => instances.reduce((n, i) => n + i.lines(), 0),
     async stop() {
       for (const i of instances) await i.stop();

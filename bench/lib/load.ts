@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import * as hdr from 'hdr-histogram-js';
 import { ROOT } from '../../support/launcher.ts';
-import { histogram, type ClientJob, type ClientReply, type ClientReport } from './client.ts';
+import { histogram, type ClientJob, type ClientReply, type ClientReport, type ClientRequest } from './client.ts';
 import type { CpuSplit } from './cpus.ts';
 import type { Target } from './gateway.ts';
 import { spawnChild, systemBusySeconds, treeCpuSeconds, type Child } from './procs.ts';
@@ -69,6 +69,11 @@ export interface LoadSpec {
   split: CpuSplit;
   /** wrk for flat-out runs of mixes it can send (no writes, no per-request keys); autocannon otherwise. */
   generator?: Generator;
+  /**
+   * Ends the run when it settles, before `durationS` (then a cap): a load beside something whose
+   * length is not known beforehand, such as an import (autocannon only; it stops within a second).
+   */
+  until?: Promise<unknown>;
 }
 
 /** What one load generator run gives back, before the server's side is added. */
@@ -130,11 +135,15 @@ async function acquire(n: number, cpus: string | undefined): Promise<ClientProc[
   return got;
 }
 
-function send(p: ClientProc, job: ClientJob): Promise<ClientReport> {
+function send(p: ClientProc, job: ClientJob, until?: Promise<unknown>): Promise<ClientReport> {
   const id = ++jobIds;
+  const stop = (): void => {
+    if (p.child.proc.connected) p.child.proc.send({ stop: id } satisfies ClientRequest);
+  };
+  void until?.then(stop, stop);
   return new Promise<ClientReport>((resolve, reject) => {
     p.waiting.set(id, { resolve, reject });
-    p.child.proc.send({ id, job });
+    p.child.proc.send({ id, job } satisfies ClientRequest);
   });
 }
 
@@ -149,17 +158,21 @@ async function driveAutocannon(spec: LoadSpec, amount?: number): Promise<Drive> 
   try {
     const reports = await Promise.all(
       procs.map((p, i) =>
-        send(p, {
-          urls: spec.target.baseUrls,
-          connections: share(i),
-          firstConnection: i * 10_000,
-          durationS: spec.durationS,
-          intervalUs,
-          run: spec.run,
-          recipe: spec.mix.recipe,
-          ...(spec.rate === undefined ? {} : { rate: (spec.rate * share(i)) / spec.connections }),
-          ...(amount === undefined ? {} : { amount: Math.ceil((amount * share(i)) / spec.connections) }),
-        }),
+        send(
+          p,
+          {
+            urls: spec.target.baseUrls,
+            connections: share(i),
+            firstConnection: i * 10_000,
+            durationS: spec.durationS,
+            intervalUs,
+            run: spec.run,
+            recipe: spec.mix.recipe,
+            ...(spec.rate === undefined ? {} : { rate: (spec.rate * share(i)) / spec.connections }),
+            ...(amount === undefined ? {} : { amount: Math.ceil((amount * share(i)) / spec.connections) }),
+          },
+          spec.until,
+        ),
       ),
     );
     const clientSeconds = procs.reduce((s, p, i) => s + treeCpuSeconds(p.child.pid) - (cpu0[i] ?? 0), 0);
@@ -200,7 +213,7 @@ async function verifySample(spec: LoadSpec): Promise<void> {
 
 export async function runLoad(spec: LoadSpec): Promise<RunFigures> {
   const { target } = spec;
-  const wrk = spec.rate === undefined && spec.generator === 'wrk' && orderFree(spec.mix.recipe) && target.baseUrls.length === 1;
+  const wrk = spec.rate === undefined && spec.until === undefined && spec.generator === 'wrk' && orderFree(spec.mix.recipe) && target.baseUrls.length === 1;
   if (wrk) await verifySample(spec);
   const busy0 = systemBusySeconds();
   const wall0 = performance.now();

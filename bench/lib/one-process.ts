@@ -30,17 +30,21 @@ const exeOf = (pid: number): string | undefined => {
   }
 };
 
+/** The worker processes of the gateway whose primary is `primary`: its children running the same executable (cluster forks). */
+export function workersOf(primary: number): number[] {
+  const exe = exeOf(primary);
+  return exe === undefined ? [] : childPids(primary).filter((p) => exeOf(p) === exe);
+}
+
 /**
  * The one worker process of the gateway whose primary is `primary`: its child running the same
  * executable (a cluster fork). Throws unless there is exactly one, naming what it found.
  */
 export function workerOf(primary: number): number {
-  const exe = exeOf(primary);
-  const children = childPids(primary);
-  const workers = children.filter((p) => exe !== undefined && exeOf(p) === exe);
+  const workers = workersOf(primary);
   if (workers.length !== 1 || workers[0] === undefined)
     throw new Error(
-      `expected one worker process under the primary ${primary} (${exe ?? '?'}), found ${workers.length} among its children ${children.join(', ')}`,
+      `expected one worker process under the primary ${primary} (${exeOf(primary) ?? '?'}), found ${workers.length} among its children ${childPids(primary).join(', ')}`,
     );
   return workers[0];
 }

@@ -6,7 +6,7 @@ import { cpus } from 'node:os';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chart } from './charts.ts';
-import { ratioText, type Ceiling, type RunResult } from './measure.ts';
+import { goalText, ratioText, type Ceiling, type RunResult } from './measure.ts';
 import { table } from './stats.ts';
 
 export interface Report {
@@ -89,6 +89,7 @@ export function markdown(r: Report): string {
           `- ${x.scenario} / ${x.label} over ${c.label}: ${c.cpuRatios.map((v, i) => `${num(v, 2)}×${c.saturated[i] === true ? '' : ' (client-bound)'}`).join(', ')}`,
       ),
   );
+  const goals = r.runs.flatMap((x) => (x.goals ?? []).map((g) => `- ${x.scenario} / ${x.label}: ${goalText(g)}`));
   const bound = r.runs.filter((x) => x.figures.clientBound === true).map((x) => `${x.scenario} / ${x.label}`);
   return [
     `# Benchmark results, ${r.startedAt}${r.quick ? ' (quick)' : ''}`,
@@ -110,6 +111,7 @@ export function markdown(r: Report): string {
           ...ratios,
         ]
       : []),
+    ...(goals.length > 0 ? ['', 'Goals (reported, never a failure):', '', ...goals] : []),
     ...(extras.length > 0 ? ['', 'Other figures:', '', ...extras] : []),
     ...(r.failures.length > 0 ? ['', '**Failures:**', '', ...r.failures.map((f) => `- ${f}`)] : []),
     '',
@@ -132,6 +134,7 @@ export function printTable(r: Report): void {
     ]);
   }
   console.log(`\n${table(rows)}`);
+  for (const x of r.runs) for (const g of x.goals ?? []) console.log(`goal: ${x.scenario}/${x.label}: ${goalText(g)}`);
 }
 
 /** Writes `<base>.json`, `<base>.md` and the scaling charts; the paths written. */

@@ -71,7 +71,7 @@ export interface GatewaySettings {
 }
 
 export interface RunSettings {
-  kind: 'load' | 'hydration' | 'flood' | 'clients';
+  kind: 'load' | 'hydration' | 'flood' | 'clients' | 'transfer';
   data: DataShape;
   gateway: GatewaySettings;
   /** Relative weights of the routes in the request mix. */
@@ -118,6 +118,11 @@ export interface RunSettings {
    * against the same load naming one client, interleaved (`rounds` of `durationS`).
    */
   randomClient: boolean;
+  /**
+   * `transfer` kind: memberships of the client imported then exported (roles a hundredth of them,
+   * a few permissions each); the data set (`data`) is the other client, checked at `rate` meanwhile.
+   */
+  transferMemberships: number;
 }
 
 export interface Variant extends Partial<Omit<RunSettings, 'data' | 'gateway'>> {
@@ -171,6 +176,7 @@ const DEFAULTS: RunSettings = {
   idleS: 0,
   settleS: 5,
   randomClient: false,
+  transferMemberships: 1_000_000,
 };
 
 const count = { type: 'integer', minimum: 0 };
@@ -205,7 +211,7 @@ const gatewaySchema = {
   },
 };
 const runProperties = {
-  kind: { enum: ['load', 'hydration', 'flood', 'clients'] },
+  kind: { enum: ['load', 'hydration', 'flood', 'clients', 'transfer'] },
   data: dataSchema,
   gateway: gatewaySchema,
   routes: { type: 'object', additionalProperties: false, properties: Object.fromEntries(ROUTES.map((r) => [r, count])) },
@@ -225,6 +231,7 @@ const runProperties = {
   idleS: count,
   settleS: count,
   randomClient: { type: 'boolean' },
+  transferMemberships: positive,
 };
 const variantSchema = { type: 'object', additionalProperties: false, required: ['label'], properties: { label: { type: 'string' }, ...runProperties } };
 const fileProperties = {

@@ -7,7 +7,8 @@
  * each other with --pair; every shipped scenario must parse, quick and full. Windowed data sets
  * keep the edges and probes of the same shape without windows, pending edges answering false; the
  * dry-run batches' expected gain is the model's own difference; a tiny run of windowed checks,
- * batch checks and dry runs against the real gateway passes with its answers checked.
+ * batch checks and dry runs against the real gateway passes with its answers checked. The transfer
+ * scenario, tiny, imports and exports a client beside a checked load and reports its figures and goals.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +18,8 @@ import { join } from 'node:path';
 import { parseScenario, readScenario, resolve, scenarioNames } from '../../bench/lib/scenario.ts';
 import { generate, probes, type Dataset } from '../../bench/lib/dataset.ts';
 import { dryRunBatches, dryRunJudge, gainedPairs } from '../../bench/lib/dry-run.ts';
+import type { Goal } from '../../bench/lib/measure.ts';
+import { dataLines, LineDigest, transferShape, writeTransferFile, type Digest } from '../../bench/lib/transfer-file.ts';
 import type { Change } from '../../src/authz/changes.ts';
 import { RbacModel } from '../../support/rbac-model.ts';
 import { ROOT } from '../../support/launcher.ts';
@@ -367,6 +370,83 @@ test('bench:compare --pair sets two variants of one file against each other', ()
     const missing = compare('--pair', 'plain=nothing');
     assert.equal(missing.code, 2, missing.out);
     assert.match(missing.out, /no runs of one scenario labelled 'plain' in A and 'nothing' in B/);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test("the transfer file's digest: the same lines in any order agree, a changed or missing line does not", () => {
+  const digest = (text: string, chunk: number): Digest => {
+    const d = new LineDigest();
+    const bytes = Buffer.from(text);
+    for (let at = 0; at < bytes.length; at += chunk) d.feed(bytes.subarray(at, at + chunk));
+    return d.digest();
+  };
+  const lines = ['{"type":"role","role":"a","description":""}', '{"type":"membership","user":"u","role":"a"}', '{"type":"membership","user":"v","role":"a"}'];
+  const file = digest(`{"header":1}\n${lines.join('\n')}\n`, 1 << 20);
+  assert.equal(file.lines, 3);
+  // Another header, another order, cut into chunks inside lines, no last newline: the same lines.
+  assert.deepEqual(digest(`{"header":2}\n${[...lines].reverse().join('\n')}`, 7).sums, file.sums);
+  assert.notDeepEqual(digest(`{"header":1}\n${lines.join('\n').replace('"v"', '"w"')}\n`, 5).sums, file.sums);
+  assert.equal(digest(`{"header":1}\n${lines.slice(1).join('\n')}\n`, 5).lines, 2);
+  // The file of a shape: its lines counted, every membership distinct (the import refuses a repeated line).
+  const dir = tempDir('rbac-bench-test-');
+  try {
+    const shape = transferShape(1_000);
+    const path = join(dir.dir, 'f.ndjson');
+    const written = writeTransferFile(path, shape);
+    const text = readFileSync(path, 'utf8').trimEnd().split('\n');
+    assert.equal(written.lines, dataLines(shape));
+    assert.equal(text.length, dataLines(shape) + 1);
+    assert.equal(new Set(text).size, text.length);
+    assert.equal(text.filter((l) => l.includes('"membership"')).length, 1_000);
+  } finally {
+    dir.cleanup();
+  }
+});
+
+test('the transfer scenario, tiny, on SQLite: an import and an export beside a checked load, every figure and goal reported', () => {
+  const dir = tempDir('rbac-bench-test-');
+  try {
+    // The shipped file at a tiny size: 2,000 memberships, one round, the load for a second.
+    const tiny = { ...readScenario('transfer'), transferMemberships: 2_000, data: TINY.data, durationS: 1, warmupS: 0, rounds: 1 };
+    writeFileSync(join(dir.dir, 'transfer.json'), JSON.stringify(tiny));
+    const r = bench(['transfer', '--variant', 'sqlite', '--out', `test-transfer-${process.pid}`], { BENCH_SCENARIOS: dir.dir });
+    assert.equal(r.code, 0, r.out);
+    const file = join(ROOT, 'bench', 'results', `test-transfer-${process.pid}.json`);
+    const report = JSON.parse(readFileSync(file, 'utf8')) as {
+      runs: Array<{ label: string; extra: Record<string, number>; goals: Goal[]; correctness: { checked: number; wrong: number } }>;
+    };
+    spawnSync('rm', ['-f', file, file.replace(/json$/, 'md')]);
+    assert.deepEqual(
+      report.runs.map((x) => x.label),
+      ['sqlite'],
+    );
+    const run = report.runs[0];
+    assert.ok(run !== undefined && run.correctness.checked > 2 && run.correctness.wrong === 0, JSON.stringify(run?.correctness));
+    assert.equal(run.extra.transferLines, dataLines(transferShape(2_000)));
+    for (const k of [
+      'importSeconds',
+      'importLinesPerS',
+      'exportSeconds',
+      'exportLinesPerS',
+      'exportMiB',
+      'loadP99AtRestMs',
+      'loadP99DuringImportMs',
+      'loadP99DuringExportMs',
+    ])
+      assert.ok((run.extra[k] ?? NaN) > 0, `${k}: ${run.extra[k]}`);
+    for (const k of ['importServerCpuS', 'importServerRssGrowthMiB', 'exportServerCpuS', 'exportWorkerRssGrowthMiB'])
+      assert.ok(Number.isFinite(run.extra[k]), `${k}: ${run.extra[k]}`);
+    assert.deepEqual(
+      run.goals.map((g) => [g.unit, typeof g.met]),
+      [
+        ['s', 'boolean'],
+        ['s', 'boolean'],
+        ['MiB', 'boolean'],
+      ],
+    );
+    assert.match(r.out, /goal: transfer\/sqlite: import of 2,000 memberships .*: (met|NOT MET)/);
   } finally {
     dir.cleanup();
   }
