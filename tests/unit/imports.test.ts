@@ -26,7 +26,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   authz: ['errors'], // pure domain (DESIGN): errors only, and no node:* (NO_BUILTINS)
   authzen: ['authz', 'errors'], // the AuthZEN PDP over the domain: no I/O (NO_BUILTINS)
   cache: ['authz', 'time'], // time: the gap and revision waits and the revalidation run on a clock
-  cli: ['config', 'crypto', 'http', 'store'], // the operator's commands: settings, keys, the store's maintenance; http: the engine's name only (NARROW)
+  cli: ['client', 'config', 'crypto', 'http', 'store'], // the operator's commands: settings, keys, the store's maintenance; client: the routes' paths of export and import; http: the engine's name only (NARROW)
   client: [],
   config: ['workflow'], // the webhook-host rule only (NARROW): checked at start-up as the webhooks are
   crypto: ['authz'], // the tenant id's shape, for a token's subject
