@@ -151,6 +151,7 @@ export class Answers {
     const items = this.#listItems(route, g, p, page.items);
     return successPrefix(200, route.message) + items + successTail(next);
   }
+
   /** A page's items: one name each, written straight from the names, unless they carry more (a function's, or an edge's window). */
   #listItems(route: ListRoute, g: TenantGraph, p: string[], names: readonly string[]): string {
     const field = route.items;
