@@ -81,7 +81,8 @@ let first: { c: RbacClient; rows: ChangeRow[]; lastBoundary: number } | undefine
 test('activate and expire: one change each, +1 revision, the boundary as timestamp, audited by system', async (t) => {
   const c = server.client();
   await seedRole(c, 'r', ['p']);
-  const nb = Date.now() + 1500;
+  // Leads of a few seconds: the five writes below are made before the first bound on a loaded machine too.
+  const nb = Date.now() + 2500;
   const ex = nb + 700;
   const past = Date.now() - 60_000;
   const later = Date.now() + 3_600_000;
@@ -154,7 +155,7 @@ test('reads decide by the time they are answered, on both workers, before the ch
   const c = server.client();
   const key = c.key ?? '';
   await seedRole(c, 'r', ['p']);
-  const boundary = Date.now() + 1200;
+  const boundary = Date.now() + 2000;
   expectOk(await onEdge(c, 'POST', member('leaving', 'r'), { expires_at: sent(boundary) }), 201);
   expectOk(await onEdge(c, 'POST', member('arriving', 'r'), { not_before: sent(boundary) }), 201);
   const revisionBefore = 4;
