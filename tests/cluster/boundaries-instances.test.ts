@@ -251,7 +251,7 @@ async function sampleReads(server: RunningServer, key: string, timed: readonly T
 
 /** 40 timed edges with 60 bounds 1.5–3.3 s after `now` (a loaded machine may take a second to write them), each at a millisecond of its own. */
 function manyWindows(now: number): Timed[] {
-  const at = (slot: number): number => now + 1500 + slot * 30;
+  const at = (slot: number): number => now + 2500 + slot * 30;
   const timed: Timed[] = [];
   for (let i = 0; i < 10; i++) {
     // Pairs: activated, then expired about a second later.
@@ -340,7 +340,7 @@ test('the leader killed (SIGKILL) with boundaries pending: the other instance ta
   // 16 bounds 1.5–4.4 s ahead: activations, expiries and pairs; the kill comes after the first is committed.
   const timed = await writeWindows(a.client(key), (now) =>
     Array.from({ length: 12 }, (_, i): Timed => {
-      const at = now + 1500 + i * 250;
+      const at = now + 2500 + i * 250;
       if (i % 3 === 0) return { edge: grantOf('r', `q${i}`), notBefore: at };
       return i % 3 === 1 ? { edge: member(`u${i}`, 'r'), expiresAt: at } : { edge: member(`u${i}`, 'r'), notBefore: at, expiresAt: at + 125 };
     }),
@@ -376,12 +376,12 @@ test('both instances stopped while bounds pass: the first one restarted commits 
   if (started === undefined) return;
   const { a, b } = started;
   const key = randomUUID();
-  // Kinds and names interleaved so that no order but time's gives this sequence; 4 s for both instances to stop first.
+  // Kinds and names interleaved so that no order but time's gives this sequence; 6 s for both instances to stop first.
   const timed = await writeWindows(a.client(key), (now) => [
-    { edge: member('zed', 'r'), expiresAt: now + 4000 },
-    { edge: grantOf('r', 'q9'), notBefore: now + 4150, expiresAt: now + 4750 },
-    { edge: member('amy', 'r'), notBefore: now + 4300, expiresAt: now + 4600 },
-    { edge: grantOf('r', 'q1'), expiresAt: now + 4450 },
+    { edge: member('zed', 'r'), expiresAt: now + 6000 },
+    { edge: grantOf('r', 'q9'), notBefore: now + 6150, expiresAt: now + 6750 },
+    { edge: member('amy', 'r'), notBefore: now + 6300, expiresAt: now + 6600 },
+    { edge: grantOf('r', 'q1'), expiresAt: now + 6450 },
   ]);
   const bounds = boundsOf(timed);
   const [t1, last] = [bounds[0]?.at ?? 0, bounds.at(-1)?.at ?? 0];
