@@ -78,10 +78,6 @@ export const CHANGE_OPS: readonly ChangeOp[] = [
 /** The boundary changes: committed by the service when a window's bound passes, never asked for. */
 export type BoundaryChange = Extract<Change, { readonly op: `${string}.activate` | `${string}.expire` }>;
 
-export function isBoundary(change: Change): change is BoundaryChange {
-  return change.op.endsWith('.activate') || change.op.endsWith('.expire');
-}
-
 /** The window a change gives its edge, when it gives one (grant, add, window). */
 export function windowOf(change: Change): Window | undefined {
   switch (change.op) {
