@@ -79,6 +79,7 @@ const files = [
   'tests/ops/deploy.test.ts',
   'tests/ops/deploy-ops.test.ts',
   'tests/ops/deploy-kubernetes.test.ts',
+  'tests/ops/deploy-compose.test.ts',
   'tests/ops/cli.test.ts',
   'tests/ops/cli-transfer.test.ts',
   'tests/ops/backup-restore.test.ts',
