@@ -1,9 +1,10 @@
 /**
  * The operations artefacts under deploy/ as the deploy suites read them (tests/ops/deploy*.test.ts):
- * where they are, YAML that must parse without a warning, and the service's own facts they are
- * held to (its settings' defaults, its unauthenticated routes).
+ * where they are, YAML that must parse without a warning, promtool to check rules with, and the
+ * service's own facts they are held to (its settings' defaults, its unauthenticated routes).
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -16,6 +17,8 @@ export const ALERTS = join(DEPLOY, 'prometheus/alerts.yml');
 export const ALERT_TESTS = join(DEPLOY, 'prometheus/alerts.test.yml');
 export const PROMETHEUS_CONFIG = join(DEPLOY, 'prometheus/prometheus.yml');
 export const DASHBOARD = join(DEPLOY, 'grafana/rbac-gateway.json');
+export const PROMETHEUS_RULE = join(K8S, 'prometheusrule.yaml');
+export const RUNBOOK = join(ROOT, 'docs/runbook.md');
 
 export type Json = Record<string, unknown>;
 
@@ -42,6 +45,12 @@ export function readYamlOne<T>(path: string): T {
   const docs = readYaml(path);
   assert.equal(docs.length, 1, `${path}: one document`);
   return docs[0] as T;
+}
+
+/** promtool (Debian package prometheus) run in `cwd`; callers check that it is installed first. */
+export function promtool(args: string[], cwd = ROOT): { status: number | null; output: string } {
+  const r = spawnSync('promtool', args, { cwd, encoding: 'utf8', timeout: 60_000 });
+  return { status: r.status, output: `${r.stdout}${r.stderr}${r.error?.message ?? ''}` };
 }
 
 export const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

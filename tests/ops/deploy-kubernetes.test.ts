@@ -6,10 +6,28 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { copyFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
-import { K8S, defaultOf, isObj, listFiles, plainGetRoutes, readYaml, readYamlOne, schemaProps, type Json } from '../helpers/deploy-files.ts';
-import { ROOT } from '../helpers/server.ts';
+import { renderPrometheusRule } from '../../support/prometheus-rule.ts';
+import {
+  ALERTS,
+  ALERT_TESTS,
+  K8S,
+  PROMETHEUS_RULE,
+  RUNBOOK,
+  defaultOf,
+  isObj,
+  listFiles,
+  plainGetRoutes,
+  promtool,
+  readYaml,
+  readYamlOne,
+  schemaProps,
+  type Json,
+} from '../helpers/deploy-files.ts';
+import { ROOT, tempDir } from '../helpers/server.ts';
+import { requireService } from '../helpers/services.ts';
 
 // ---- Kubernetes ---------------------------------------------------------------------------------
 
@@ -129,6 +147,7 @@ test('kubernetes: the kustomization lists every manifest; the kinds and API vers
     Secret: 'v1',
     PodDisruptionBudget: 'policy/v1',
     ServiceMonitor: 'monitoring.coreos.com/v1',
+    PrometheusRule: 'monitoring.coreos.com/v1',
   };
   for (const [kind, apiVersion] of Object.entries(expected)) assert.equal(only(objects, kind).apiVersion, apiVersion, kind);
   for (const list of objects.values()) for (const o of list) assert.equal(o.metadata.labels?.['app.kubernetes.io/name'], 'rbac-gateway', `${o.kind} labels`);
@@ -264,4 +283,72 @@ test('kubernetes: settings the service accepts, PostgreSQL and Redis for several
   assert.ok(grace > delayMs / 1000 + 10, `terminationGracePeriodSeconds (${grace}) > shutdown delay (${delayMs / 1000} s) + the 10 s drain`);
   const preStop = container.lifecycle?.preStop?.exec?.command?.join(' ') ?? '';
   assert.ok(!/\bsleep\b/.test(preStop), 'no preStop sleep: the service delays its own shutdown');
+});
+
+// ---- PrometheusRule -------------------------------------------------------------------------------
+
+interface RuleGroup {
+  name: string;
+  rules: Array<{ alert?: string; record?: string; expr: string; annotations?: Record<string, string> }>;
+}
+
+const ruleGroups = (): RuleGroup[] => (only(k8sObjects(), 'PrometheusRule').spec as unknown as { groups: RuleGroup[] }).groups;
+
+/** The anchors GitHub gives a Markdown file's headings (lower case, punctuation dropped, spaces to hyphens). */
+function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const m of markdown.matchAll(/^#{1,6} +(.+?) *$/gm)) {
+    anchors.add(
+      (m[1] ?? '')
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\- _]/gu, '')
+        .replace(/ /g, '-'),
+    );
+  }
+  return anchors;
+}
+
+test('kubernetes: the PrometheusRule is alerts.yml as support/prometheus-rule.ts writes it, the same groups', () => {
+  assert.equal(
+    readFileSync(PROMETHEUS_RULE, 'utf8'),
+    renderPrometheusRule(readFileSync(ALERTS, 'utf8')),
+    'prometheusrule.yaml is out of date: run node --import tsx support/prometheus-rule.ts',
+  );
+  // Compared as values too, independently of the writer: the operator loads exactly the shipped rules.
+  assert.deepEqual(ruleGroups(), readYamlOne<{ groups: RuleGroup[] }>(ALERTS).groups);
+  const rule = only(k8sObjects(), 'PrometheusRule');
+  assert.equal(rule.metadata.name, 'rbac-gateway');
+  assert.equal(rule.metadata.labels?.['app.kubernetes.io/component'], 'server');
+});
+
+test('kubernetes: every alert of the PrometheusRule links a section of the runbook that exists', () => {
+  const alerts = ruleGroups().flatMap((g) => g.rules.filter((r) => r.alert !== undefined));
+  assert.ok(alerts.length >= 9, `alerts in the PrometheusRule: ${alerts.length}`);
+  const anchors = headingAnchors(readFileSync(RUNBOOK, 'utf8'));
+  for (const { alert, annotations } of alerts) {
+    const url = annotations?.runbook_url ?? '';
+    const [path = '', anchor = ''] = url.split('#');
+    assert.ok(existsSync(join(ROOT, path)) && path.endsWith('.md'), `${alert}: runbook_url ${url} names a document of the repository`);
+    assert.equal(join(ROOT, path), RUNBOOK, `${alert}: the runbook is docs/runbook.md`);
+    assert.equal(anchor, alert?.toLowerCase(), `${alert}: the anchor is the alert's name`);
+    assert.ok(anchors.has(anchor), `${alert}: docs/runbook.md has a heading whose anchor is #${anchor}`);
+  }
+});
+
+test("promtool: the PrometheusRule's groups pass check rules and the unit tests of alerts.test.yml", async (t) => {
+  if (!(await requireService(t, 'promtool (Debian package prometheus)', 'promtool'))) return;
+  // The groups alone make a rules file; the unit tests beside it under the name they load.
+  const dir = tempDir('rbac-prometheusrule-');
+  t.after(dir.cleanup);
+  const rulesFile = join(dir.dir, basename(ALERTS));
+  // JSON is YAML: promtool reads it as a rules file.
+  writeFileSync(rulesFile, JSON.stringify({ groups: ruleGroups() }));
+  copyFileSync(ALERT_TESTS, join(dir.dir, basename(ALERT_TESTS)));
+  for (const args of [
+    ['check', 'rules', basename(ALERTS)],
+    ['test', 'rules', basename(ALERT_TESTS)],
+  ]) {
+    const r = promtool(args, dir.dir);
+    assert.equal(r.status, 0, `promtool ${args.join(' ')} (spec.groups of prometheusrule.yaml):\n${r.output}`);
+  }
 });

@@ -6,14 +6,25 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, posix, relative } from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { ROUTES } from '../../src/http/api/routes.ts';
 import { METRICS } from '../../src/metrics/definitions.ts';
 import { allPanels, dashboardExpressions, readDashboard, withVariables } from '../helpers/dashboard.ts';
-import { ALERTS, ALERT_TESTS, DASHBOARD, DEPLOY, PROMETHEUS_CONFIG, defaultOf, isObj, listFiles, readYaml, readYamlOne } from '../helpers/deploy-files.ts';
+import {
+  ALERTS,
+  ALERT_TESTS,
+  DASHBOARD,
+  DEPLOY,
+  PROMETHEUS_CONFIG,
+  defaultOf,
+  isObj,
+  listFiles,
+  promtool,
+  readYaml,
+  readYamlOne,
+} from '../helpers/deploy-files.ts';
 import { requireService } from '../helpers/services.ts';
 import { ROOT, tempDir } from '../helpers/server.ts';
 
@@ -335,11 +346,6 @@ test('alerts: each has a severity, a runbook section in docs/runbook.md and unit
 });
 
 // ---- promtool -------------------------------------------------------------------------------------
-
-function promtool(args: string[]): { status: number | null; output: string } {
-  const r = spawnSync('promtool', args, { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
-  return { status: r.status, output: `${r.stdout}${r.stderr}${r.error?.message ?? ''}` };
-}
 
 test('promtool: the Prometheus config, the alert rules and their unit tests', async (t) => {
   if (!(await requireService(t, 'promtool (Debian package prometheus)', 'promtool'))) return;
