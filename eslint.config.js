@@ -69,4 +69,6 @@ export default tseslint.config(
     },
   },
   { files: ['tests/**/*.ts', 'bench/**/*.ts', 'support/**/*.ts'], rules: { 'max-lines': ['error', { max: 500 }] } },
+  // Written by openapi-typescript (support/client-types.ts), one type per named schema: its length is the API's.
+  { files: ['src/client/openapi.generated.ts'], rules: { 'max-lines': 'off' } },
 );

@@ -65,6 +65,7 @@ const files = [
   'tests/unit/http/writes.test.ts',
   'tests/unit/http/if-match.test.ts',
   'tests/unit/http/change-schemas.test.ts',
+  'tests/unit/client/generated-types.test.ts',
   'tests/unit/log/logger.test.ts',
   'tests/regressions/credentials-lru.test.ts',
   'tests/regressions/exit-before-disconnect.test.ts',
@@ -142,6 +143,8 @@ const files = [
   'tests/features/authzen-search.test.ts',
   'tests/features/authzen-rules.test.ts',
   'tests/features/authzen-interop.test.ts',
+  'tests/features/client-package.test.ts',
+  'tests/features/openapi-sdk.test.ts',
 ];
 
 // Run a second time with every server on its own fresh PostgreSQL database: the black-box HTTP

@@ -5,14 +5,11 @@
  */
 import type {
   ActionSearchRequest,
-  AuthzenEntity,
   AuthzenMetadata,
   Decision,
   EvaluationRequest,
   EvaluationsRequest,
-  Explanation,
   ResourceSearchRequest,
-  SearchPage,
   SubjectSearchRequest,
 } from './authzen.ts';
 import { exportLines, importPath, type ImportOptions, type ImportPreview, type ImportResult } from './transfer.ts';
@@ -26,16 +23,19 @@ import type {
   CheckResult,
   ClientOptions,
   ErrorEnvelope,
-  GrantChange,
+  Explanation,
+  Grant,
+  GrantRemoved,
   IssuedToken,
-  MembershipChange,
+  Membership,
+  MembershipRemoved,
   RevokedToken,
   PageOptions,
   Role,
   RoleCreated,
   RoleDeleted,
+  Schemas,
   SuccessEnvelope,
-  Windowed,
   WorkflowRun,
   WorkflowSchedule,
   WorkflowScheduled,
@@ -43,6 +43,7 @@ import type {
 } from './types.ts';
 
 export type * from './authzen.ts';
+export type { components } from './openapi.generated.ts';
 export type * from './types.ts';
 export type * from './timed.ts';
 export { rfc3339 } from './timed.ts';
@@ -164,48 +165,48 @@ export class RbacClient {
   listRoles(options?: PageOptions): Promise<ApiResult<Role[]>> {
     return this.page('/api/roles', options);
   }
-  createRole(role: string, body?: { description?: string }, options?: WriteOptions): Promise<ApiResult<RoleCreated>> {
+  createRole(role: string, body?: Schemas['RoleCreateRequest'], options?: WriteOptions): Promise<ApiResult<RoleCreated>> {
     return this.request('POST', `/api/role/${seg(role)}`, body === undefined ? { ...options } : { ...options, body });
   }
   deleteRole(role: string, options?: WriteOptions): Promise<ApiResult<RoleDeleted>> {
     return this.request('DELETE', `/api/role/${seg(role)}`, options);
   }
   /** Whether the role holds the permission now; the grant's window whenever it has one. */
-  roleHasPermission(role: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean } & Windowed>> {
+  roleHasPermission(role: string, permission: string, options?: CallOptions): Promise<ApiResult<Schemas['GrantStatus']>> {
     return this.request('GET', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
   /** Grants the permission, for good or within `notBefore`/`expiresAt`; 409 when the grant exists (even pending). */
-  grant(role: string, permission: string, options?: EdgeWriteOptions): Promise<ApiResult<GrantChange>> {
+  grant(role: string, permission: string, options?: EdgeWriteOptions): Promise<ApiResult<Grant>> {
     return this.edgeWrite('POST', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
   /** Grants the permission or replaces its window: 201 granted, 200 replaced; no bound given makes it permanent. */
-  putGrant(role: string, permission: string, options?: EdgeWriteOptions): Promise<ApiResult<GrantChange>> {
+  putGrant(role: string, permission: string, options?: EdgeWriteOptions): Promise<ApiResult<Grant>> {
     return this.edgeWrite('PUT', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
-  revoke(role: string, permission: string, options?: WriteOptions): Promise<ApiResult<GrantChange>> {
+  revoke(role: string, permission: string, options?: WriteOptions): Promise<ApiResult<GrantRemoved>> {
     return this.request('DELETE', `/api/permission/${seg(role)}/${seg(permission)}`, options);
   }
   /** The role's active grants, each with its window when it has one. */
-  rolePermissions(role: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string } & Windowed>>> {
+  rolePermissions(role: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['GrantedPermission']>>> {
     return this.page(`/api/role_permissions/${seg(role)}`, options);
   }
   /** Whether the user is a member now; the membership's window whenever it has one. */
-  isMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<{ is_member: boolean } & Windowed>> {
+  isMember(user: string, role: string, options?: CallOptions): Promise<ApiResult<Schemas['MembershipStatus']>> {
     return this.request('GET', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
   /** Adds the user, for good or within `notBefore`/`expiresAt`; 409 when a member (even pending). */
-  addMember(user: string, role: string, options?: EdgeWriteOptions): Promise<ApiResult<MembershipChange>> {
+  addMember(user: string, role: string, options?: EdgeWriteOptions): Promise<ApiResult<Membership>> {
     return this.edgeWrite('POST', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
   /** Adds the user or replaces the membership's window: 201 added, 200 replaced; no bound given makes it permanent. */
-  putMembership(user: string, role: string, options?: EdgeWriteOptions): Promise<ApiResult<MembershipChange>> {
+  putMembership(user: string, role: string, options?: EdgeWriteOptions): Promise<ApiResult<Membership>> {
     return this.edgeWrite('PUT', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
-  removeMember(user: string, role: string, options?: WriteOptions): Promise<ApiResult<MembershipChange>> {
+  removeMember(user: string, role: string, options?: WriteOptions): Promise<ApiResult<MembershipRemoved>> {
     return this.request('DELETE', `/api/membership/${seg(user)}/${seg(role)}`, options);
   }
   /** The role's active members, each with its window when it has one. */
-  members(role: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string } & Windowed>>> {
+  members(role: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['RoleMember']>>> {
     return this.page(`/api/members/${seg(role)}`, options);
   }
   /**
@@ -217,26 +218,26 @@ export class RbacClient {
     if (method === 'POST' && Object.keys(window).length === 0) return this.request(method, path, options);
     return this.request(method, path, { ...options, body: window });
   }
-  hasPermission(user: string, permission: string, options?: CallOptions): Promise<ApiResult<{ has_permission: boolean }>> {
+  hasPermission(user: string, permission: string, options?: CallOptions): Promise<ApiResult<Schemas['HasPermission']>> {
     return this.request('GET', `/api/has_permission/${seg(user)}/${seg(permission)}`, options);
   }
-  userPermissions(user: string, options?: PageOptions): Promise<ApiResult<Array<{ name: string }>>> {
+  userPermissions(user: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['PermissionItem']>>> {
     return this.page(`/api/user_permissions/${seg(user)}`, options);
   }
-  userRoles(user: string, options?: PageOptions): Promise<ApiResult<Array<{ role: string } & Windowed>>> {
+  userRoles(user: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['UserRole']>>> {
     return this.page(`/api/user_roles/${seg(user)}`, options);
   }
-  whichUsersCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
+  whichUsersCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['UserItem']>>> {
     return this.page(`/api/which_users_can/${seg(permission)}`, options);
   }
-  whichRolesCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<{ role: string }>>> {
+  whichRolesCan(permission: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['RoleItem']>>> {
     return this.page(`/api/which_roles_can/${seg(permission)}`, options);
   }
   check(checks: CheckItem[], options?: CallOptions): Promise<ApiResult<CheckResult>> {
     return this.request('POST', '/api/check', { ...options, body: { checks } });
   }
   /** Mints a signed token (the credential must be a client key). */
-  issueToken(body?: { scope?: 'read' | 'write'; ttl_seconds?: number }, options?: WriteOptions): Promise<ApiResult<IssuedToken>> {
+  issueToken(body?: Schemas['TokenRequest'], options?: WriteOptions): Promise<ApiResult<IssuedToken>> {
     return this.request('POST', '/api/token', body === undefined ? { ...options } : { ...options, body });
   }
   /** Revokes a token of this client by its `jti` claim: refused everywhere from the answer on (docs/api.md §3); 404 when unknown. */
@@ -264,24 +265,20 @@ export class RbacClient {
     return this.page('/api/audit', options);
   }
   /** Users who can run the workflow (a permission name). */
-  workflowUsers(workflow: string, options?: PageOptions): Promise<ApiResult<Array<{ user: string }>>> {
+  workflowUsers(workflow: string, options?: PageOptions): Promise<ApiResult<Array<Schemas['UserItem']>>> {
     return this.page(`/api/workflow/users/${seg(workflow)}`, options);
   }
-  canRun(user: string, workflow: string, options?: CallOptions): Promise<ApiResult<{ can_run: boolean }>> {
+  canRun(user: string, workflow: string, options?: CallOptions): Promise<ApiResult<Schemas['CanRun']>> {
     return this.request('GET', `/api/workflow/user/${seg(user)}/can_run/${seg(workflow)}`, { ...options });
   }
   /** Creates or replaces the workflow's schedule; the first run follows at once. */
-  scheduleWorkflow(
-    workflow: string,
-    body: { interval_seconds: number; webhook_url?: string | null },
-    options?: WriteOptions,
-  ): Promise<ApiResult<WorkflowScheduled>> {
+  scheduleWorkflow(workflow: string, body: Schemas['ScheduleRequest'], options?: WriteOptions): Promise<ApiResult<WorkflowScheduled>> {
     return this.request('POST', `/api/workflow/schedule/${seg(workflow)}`, { ...options, body });
   }
   schedules(options?: PageOptions): Promise<ApiResult<WorkflowSchedule[]>> {
     return this.page('/api/workflow/schedules', options);
   }
-  unscheduleWorkflow(workflow: string, options?: WriteOptions): Promise<ApiResult<{ workflow: string }>> {
+  unscheduleWorkflow(workflow: string, options?: WriteOptions): Promise<ApiResult<Schemas['WorkflowUnscheduled']>> {
     return this.request('DELETE', `/api/workflow/schedule/${seg(workflow)}`, { ...options });
   }
   explain(user: string, permission: string, options?: CallOptions): Promise<ApiResult<Explanation>> {
@@ -299,16 +296,16 @@ export class RbacClient {
     return this.pdp('/access/v1/evaluation', body, options);
   }
   /** A batch; without `evaluations` the answer is a single decision, like {@link evaluation}. */
-  evaluations(body: EvaluationsRequest, options?: CallOptions): Promise<PdpResult<{ evaluations: Decision[] } | Decision>> {
+  evaluations(body: EvaluationsRequest, options?: CallOptions): Promise<PdpResult<Schemas['EvaluationsResponse']>> {
     return this.pdp('/access/v1/evaluations', body, options);
   }
-  searchSubjects(body: SubjectSearchRequest, options?: CallOptions): Promise<PdpResult<SearchPage<AuthzenEntity>>> {
+  searchSubjects(body: SubjectSearchRequest, options?: CallOptions): Promise<PdpResult<Schemas['EntitySearchResponse']>> {
     return this.pdp('/access/v1/search/subject', body, options);
   }
-  searchResources(body: ResourceSearchRequest, options?: CallOptions): Promise<PdpResult<SearchPage<AuthzenEntity>>> {
+  searchResources(body: ResourceSearchRequest, options?: CallOptions): Promise<PdpResult<Schemas['EntitySearchResponse']>> {
     return this.pdp('/access/v1/search/resource', body, options);
   }
-  searchActions(body: ActionSearchRequest, options?: CallOptions): Promise<PdpResult<SearchPage<{ name: string }>>> {
+  searchActions(body: ActionSearchRequest, options?: CallOptions): Promise<PdpResult<Schemas['ActionSearchResponse']>> {
     return this.pdp('/access/v1/search/action', body, options);
   }
   /** The PDP metadata; `path` is the base URL's path, when it has one. */

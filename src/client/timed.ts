@@ -3,7 +3,7 @@
  * windows given as dates or RFC 3339 strings, and the answers of GET /api/windows,
  * POST /api/writes and POST /api/dry-run.
  */
-import type { CheckItem, GrantChange, MembershipChange, RoleCreated, RoleDeleted, Windowed } from './types.ts';
+import type { Schemas, Windowed } from './types.ts';
 
 /** A time: a Date (sent as its UTC ISO form), or an RFC 3339 string sent as written. */
 export type Time = Date | string;
@@ -14,37 +14,23 @@ export interface WindowInput {
   expiresAt?: Time;
 }
 
-/** One write of a batch, keyed as on the wire (docs/api.md §12.2); its times may be dates. */
-export type BatchWrite =
-  | { op: 'role.create'; role: string; description?: string }
-  | { op: 'role.delete'; role: string }
-  | { op: 'permission.grant'; role: string; permission: string; not_before?: Time; expires_at?: Time }
-  | { op: 'permission.revoke'; role: string; permission: string }
-  | { op: 'membership.add'; user: string; role: string; not_before?: Time; expires_at?: Time }
-  | { op: 'membership.remove'; user: string; role: string };
+/** `T` (each member of a union) with its window bounds given as times. */
+type WithTimes<T> = T extends unknown ? { [K in keyof T]: K extends 'not_before' | 'expires_at' ? Time : T[K] } : never;
+
+/** One write of a batch, keyed as on the wire (docs/api.md §12.2: `WriteItem`); its times may be dates. */
+export type BatchWrite = WithTimes<Schemas['WriteItem']>;
 
 /** An edge with a boundary still ahead (GET /api/windows). */
-export type WindowEntry = ({ kind: 'membership'; role: string; user: string } | { kind: 'permission'; role: string; permission: string }) & Windowed;
+export type WindowEntry = Schemas['Window'];
 
 /** The answer of an atomic batch: each item's data as its own route answers it, all at `revision`. */
-export interface BatchApplied {
-  revision: number;
-  results: Array<RoleCreated | RoleDeleted | GrantChange | MembershipChange>;
-}
+export type BatchApplied = Schemas['WritesDone'];
 
-/** The answer of a preview (POST /api/dry-run). */
-export interface Preview {
-  /** The revision judged: send it as `ifMatch` to apply exactly this. */
-  revision: number;
-  valid: boolean;
-  /** Per item: its own route's status (201, 200; 400, 404, 409 with `error`; 424 after a failure). */
-  results: Array<{ status: number; error?: string }>;
-  gained: CheckItem[];
-  lost: CheckItem[];
-  gained_count: number;
-  lost_count: number;
-  truncated: boolean;
-}
+/**
+ * The answer of a preview (POST /api/dry-run): `revision` is the one judged (send it as `ifMatch`
+ * to apply exactly this); per item, its own route's status (424 after a failure).
+ */
+export type Preview = Schemas['DryRunResult'];
 
 /** A time as sent: a Date as its UTC ISO form (throws RangeError on an invalid Date), a string as is. */
 export function rfc3339(time: Time): string {

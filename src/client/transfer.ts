@@ -1,4 +1,4 @@
-import type { WriteOptions } from './types.ts';
+import type { Schemas, WriteOptions } from './types.ts';
 
 /*
  * A client's data leaving and coming back (docs/api.md §17): the export read line by line as
@@ -6,24 +6,13 @@ import type { WriteOptions } from './types.ts';
  */
 
 /** The data of a successful POST /api/import. */
-export interface ImportResult {
-  readonly revision: number;
-  readonly roles: number;
-  readonly permissions: number;
-  readonly memberships: number;
-  readonly added: number;
-  readonly removed: number;
-}
+export type ImportResult = Schemas['ImportResult'];
 
 /** The data of POST /api/import?dry_run=true: what it would do, and the pairs that would change. */
-export interface ImportPreview extends ImportResult {
-  readonly dry_run: true;
-  readonly gained: ReadonlyArray<{ user: string; permission: string }>;
-  readonly lost: ReadonlyArray<{ user: string; permission: string }>;
-  readonly gained_count: number;
-  readonly lost_count: number;
-  readonly truncated: boolean;
-}
+export type ImportPreview = Schemas['ImportPreview'];
+
+/** One line of an export (its header first), as GET /api/export streams it and POST /api/import reads it. */
+export type ExportLine = Schemas['ExportLine'];
 
 export interface ImportOptions extends WriteOptions {
   /** `merge` (default) adds what is missing; `replace` makes the client's data exactly the body. */

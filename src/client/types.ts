@@ -1,25 +1,19 @@
+import type { components } from './openapi.generated.ts';
+
 /**
- * What the typed client sends and gets (docs/api.md §2, §6): the envelopes, the options of a call
- * and the data of each route. Names follow the wire (`has_permission`, `not_before`), so a body
- * read from a log and one typed here look alike.
+ * What the typed client sends and gets (docs/api.md §2, §6). The shapes of the wire are not
+ * written here: they are the named schemas of /openapi.json, generated into openapi.generated.ts
+ * (`npm run generate:client`). What remains is the client's own: the result of a call and its
+ * options. Names follow the wire (`has_permission`, `not_before`), so a body read from a log and
+ * one typed here look alike.
  */
 
-export interface SuccessEnvelope<T> {
-  success: true;
-  code: number;
-  message: string;
-  data: T;
-  timestamp: string;
-  next_cursor?: string;
-}
+/** Every named shape of the API (`Schemas['Role']`, `Schemas['ErrorEnvelope']` …), as /openapi.json gives it. */
+export type Schemas = components['schemas'];
 
-export interface ErrorEnvelope {
-  success: false;
-  code: number;
-  message: string;
-  error: string;
-  timestamp: string;
-}
+/** A success envelope whose `data` is `T` (`next_cursor` only on a cut page). */
+export type SuccessEnvelope<T> = Omit<Schemas['RoleListPage'], 'data'> & { data: T };
+export type ErrorEnvelope = Schemas['ErrorEnvelope'];
 
 export interface ApiResult<T> {
   /** HTTP status. */
@@ -63,108 +57,31 @@ export interface WriteOptions extends CallOptions {
  * A window's bounds as answers give them (docs/api.md §12.1): UTC, six fractional digits and `Z`;
  * each key only when the edge has that bound.
  */
-export interface Windowed {
-  not_before?: string;
-  expires_at?: string;
-}
+export type Windowed = Pick<Schemas['Grant'], 'not_before' | 'expires_at'>;
 
-export interface Role {
-  role: string;
-  description: string;
-}
-export interface RoleCreated extends Role {
-  revision: number;
-}
-export interface RoleDeleted {
-  role: string;
-  permissions_removed: number;
-  memberships_removed: number;
-  revision: number;
-}
-/** A grant made, windowed, or revoked (the window only on the first two). */
-export interface GrantChange extends Windowed {
-  role: string;
-  permission: string;
-  revision: number;
-}
-/** A membership added, windowed, or removed (the window only on the first two). */
-export interface MembershipChange extends Windowed {
-  user: string;
-  role: string;
-  revision: number;
-}
-export interface CheckItem {
-  user: string;
-  permission: string;
-}
-export interface CheckResult {
-  results: Array<CheckItem & { has_permission: boolean }>;
-  all: boolean;
-  any: boolean;
-}
-
-export interface IssuedToken {
-  token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  scope: 'read' | 'write';
-}
-
+export type Role = Schemas['Role'];
+export type RoleCreated = Schemas['RoleCreated'];
+export type RoleDeleted = Schemas['RoleDeleted'];
+/** A grant made or windowed, with its window when it has one. */
+export type Grant = Schemas['Grant'];
+export type GrantRemoved = Schemas['GrantRemoved'];
+/** A membership added or windowed, with its window when it has one. */
+export type Membership = Schemas['Membership'];
+export type MembershipRemoved = Schemas['MembershipRemoved'];
+/** One check of POST /api/check: a user and a permission. */
+export type CheckItem = Schemas['UserPermission'];
+export type CheckResult = Schemas['CheckResult'];
+export type IssuedToken = Schemas['IssuedToken'];
 /** A revoked token: its jti, and when it expires (RFC 3339 UTC, microseconds), until which it is refused. */
-export interface RevokedToken {
-  jti: string;
-  revoked_until: string;
-}
-
-export interface AuditRow {
-  id: number;
-  timestamp: string;
-  action: string;
-  resource: string;
-  status: number;
-  /** Only on successful writes. */
-  revision?: number;
-  /** `key:…`, `token:…`, or `system` for a window's boundary change. */
-  credential: string;
-  /** Absent on a boundary change's row, which no request made. */
-  request_id?: string;
-  /** Absent on a boundary change's row. */
-  ip?: string;
-}
-
+export type RevokedToken = Schemas['RevokedToken'];
+export type AuditRow = Schemas['AuditRow'];
 /** A row of the change feed (GET /api/changes, docs/api.md §10). */
-export interface ChangeRow extends Windowed {
-  revision: number;
-  op: string;
-  role: string;
-  permission?: string;
-  user?: string;
-  timestamp: string;
-}
-
-export interface WorkflowScheduled {
-  workflow: string;
-  interval_seconds: number;
-  webhook_url: string | null;
-  /** `whsec_…`: verifies the webhook deliveries (Standard Webhooks); shown only in this answer. */
-  webhook_secret: string;
-}
-
-export interface WorkflowSchedule {
-  workflow: string;
-  interval_seconds: number;
-  webhook_url: string | null;
-  last_run_at: string | null;
-}
-
-export interface WorkflowRun {
-  run_at: string;
-  revision: number;
-  users_count: number;
-  added: string[];
-  removed: string[];
-  delivery: { status: 'none' | 'pending' | 'delivered' | 'failed'; attempts: number; last_status: number | null };
-}
+export type ChangeRow = Schemas['Change'];
+export type WorkflowScheduled = Schemas['WorkflowScheduled'];
+export type WorkflowSchedule = Schemas['WorkflowSchedule'];
+export type WorkflowRun = Schemas['WorkflowRun'];
+/** Why a user holds a permission, or the roles that would grant it (GET /api/explain). */
+export type Explanation = Schemas['Explanation'];
 
 export interface ClientOptions {
   /** For example `http://127.0.0.1:5000`. */

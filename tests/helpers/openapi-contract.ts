@@ -21,6 +21,22 @@ interface Operation {
 }
 interface Document {
   paths: Record<string, Record<string, Operation>>;
+  components?: { schemas?: Record<string, object> };
+}
+
+const REF = '#/components/schemas/';
+
+/** `schema` with every `$ref` to a component replaced by the component itself (they are trees: no cycle). */
+function inlined(schema: unknown, components: Record<string, object>): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => inlined(s, components));
+  if (schema === null || typeof schema !== 'object') return schema;
+  const ref = (schema as { $ref?: unknown }).$ref;
+  if (typeof ref === 'string') {
+    const target = ref.startsWith(REF) ? components[ref.slice(REF.length)] : undefined;
+    if (target === undefined) throw new Error(`$ref ${ref} leads to no component`);
+    return inlined(target, components);
+  }
+  return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, inlined(v, components)]));
 }
 
 /** The response headers the document must account for wherever they are sent. */
@@ -102,7 +118,7 @@ export class OpenApiContract {
   #validator(schema: object): ValidateFunction {
     let v = this.#compiled.get(schema);
     if (v === undefined) {
-      v = this.#ajv.compile(schema);
+      v = this.#ajv.compile(inlined(schema, this.#doc.components?.schemas ?? {}) as object);
       this.#compiled.set(schema, v);
     }
     return v;

@@ -1,6 +1,10 @@
 import { error, errorHeaders, HEADER } from './openapi-parts.ts';
 import type { DataRoute } from './route-types.ts';
+import { named } from './schema-names.ts';
 import { data, envelope } from './schemas.ts';
+
+/** The answer of an import: what it did, or with dry_run=true what it would do. */
+const IMPORT_ANSWER = named('ImportEnvelope', envelope({ anyOf: [data.imported, data.importPreview] }, false));
 
 /**
  * What the OpenAPI document says of the two NDJSON routes (docs/api.md §17) beyond any route:
@@ -22,7 +26,7 @@ export function dataOperation(r: DataRoute, op: Record<string, unknown>): void {
   responses[200] = {
     description: 'Imported (or, with dry_run=true, what would be)',
     headers: { ...HEADER.requestId, ...HEADER.revision(true) },
-    content: { 'application/json': { schema: envelope({ anyOf: [data.imported, data.importPreview] }, false) } },
+    content: { 'application/json': { schema: IMPORT_ANSWER } },
   };
   const refusals: Record<number, string> = {
     412: 'If-Match named another revision than the current one',

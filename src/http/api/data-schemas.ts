@@ -1,15 +1,13 @@
-import { NAME_PATTERN } from '../../authz/names.ts';
+import { count, instant as answerInstant, name, userPermission } from './common-schemas.ts';
+import { named } from './schema-names.ts';
 
 /*
  * The schemas of a client's data leaving and coming back (docs/api.md §17): the lines of the
  * NDJSON export and import, and the answers of an import. Merged into schemas.ts's `data`.
  */
 
-const name = { type: 'string', pattern: NAME_PATTERN, minLength: 1, maxLength: 128 } as const;
-const count = { type: 'integer', minimum: 0 } as const;
 const instant = {
-  type: 'string',
-  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$',
+  ...answerInstant,
   description: 'UTC, RFC 3339, six fractional digits (an import also takes any RFC 3339 date-time with a zone)',
 } as const;
 const line = (required: Record<string, object>, optional: Record<string, object> = {}) =>
@@ -45,18 +43,19 @@ const imported = {
   ...importCounts,
 } as const;
 
-const userPermission = line({ user: name, permission: name });
-
 export const IMPORT_DATA = {
-  exportLines: { ...exportLine, description: 'Not an envelope: application/x-ndjson, one such object per line' },
-  imported: line(imported),
-  importPreview: line({
-    ...imported,
-    dry_run: { const: true },
-    gained: { type: 'array', items: userPermission, maxItems: 10_000, description: 'Pairs whose has_permission would turn true, by user then permission' },
-    lost: { type: 'array', items: userPermission, maxItems: 10_000, description: 'Pairs whose has_permission would turn false, by user then permission' },
-    gained_count: count,
-    lost_count: count,
-    truncated: { type: 'boolean', description: 'Whether gained or lost was cut at 10,000 items (the counts are exact)' },
-  }),
+  exportLines: named('ExportLine', { ...exportLine, description: 'Not an envelope: application/x-ndjson, one such object per line' }),
+  imported: named('ImportResult', line(imported)),
+  importPreview: named(
+    'ImportPreview',
+    line({
+      ...imported,
+      dry_run: { const: true },
+      gained: { type: 'array', items: userPermission, maxItems: 10_000, description: 'Pairs whose has_permission would turn true, by user then permission' },
+      lost: { type: 'array', items: userPermission, maxItems: 10_000, description: 'Pairs whose has_permission would turn false, by user then permission' },
+      gained_count: count,
+      lost_count: count,
+      truncated: { type: 'boolean', description: 'Whether gained or lost was cut at 10,000 items (the counts are exact)' },
+    }),
+  ),
 } as const;

@@ -3,8 +3,10 @@ import { NAME_RULE } from '../../authz/names.ts';
 import { BUILD } from '../../config/build.ts';
 import { accessOf, isPaged, type Route } from './route-types.ts';
 import { authzenPaths } from './authzen-openapi.ts';
+import { withComponents } from './openapi-components.ts';
 import { error, errorHeaders, HEADER, plainJson, wrongMethod } from './openapi-parts.ts';
-import { bodies, data, envelope, name } from './schemas.ts';
+import { named, nameOf } from './schema-names.ts';
+import { bodies, data, envelope, name, writeItem, type BodySchemaName, type DataSchemaName } from './schemas.ts';
 
 /** The parameters of a route: its names in the path, paging for lists, the headers all share. */
 function parametersOf(r: Route): object[] {
@@ -52,6 +54,36 @@ function parametersOf(r: Route): object[] {
   return parameters;
 }
 
+const ENVELOPES = new Map<string, object>();
+
+/**
+ * The success envelope of a route's data: one object per data schema and paging, named after the
+ * data (`RoleCreatedEnvelope`, `RoleListPage` with `next_cursor`), so each is one component.
+ */
+export function successEnvelope(d: DataSchemaName, paged: boolean): object {
+  const dataName = nameOf(data[d]) ?? d;
+  const key = `${dataName}${paged ? 'Page' : 'Envelope'}`;
+  let e = ENVELOPES.get(key);
+  if (e === undefined) {
+    e = named(key, envelope(data[d], paged));
+    ENVELOPES.set(key, e);
+  }
+  return e;
+}
+
+/**
+ * The body of /api/writes and /api/dry-run as documented: the validated one (`bodies.writes`,
+ * whose items http/input/writes.ts reads one by one), its items described by {@link writeItem},
+ * the schema held to accept exactly what that reader accepts (tests/unit/http/change-schemas.test.ts).
+ */
+const WRITES_DOCUMENTED = named('WritesRequest', {
+  ...bodies.writes,
+  properties: { writes: { ...bodies.writes.properties.writes, items: writeItem } },
+});
+
+/** The request body schema of a route, as the document gives it. */
+const requestSchema = (b: BodySchemaName): object => (b === 'writes' ? WRITES_DOCUMENTED : bodies[b]);
+
 function responsesOf(r: Route): Record<string, object> {
   const responses: Record<string, string> = {
     400: 'Invalid name, query, header or body',
@@ -70,7 +102,7 @@ function responsesOf(r: Route): Record<string, object> {
     responses[413] = 'Body too large';
     responses[415] = 'Body is not JSON';
   }
-  const success = plainJson(r.message, envelope(data[r.data], isPaged(r)), HEADER.revision(true));
+  const success = plainJson(r.message, successEnvelope(r.data, isPaged(r)), HEADER.revision(true));
   const out: Record<string, object> = { [r.status]: success };
   // A PUT answers 201 when it created its edge, 200 when it replaced the window of one that existed.
   if (r.kind === 'write' && r.statusOf !== undefined) out[200] = success;
@@ -79,18 +111,19 @@ function responsesOf(r: Route): Record<string, object> {
 }
 
 /** `GET /ready`: `degraded` names the dependencies that are down (`database`, `redis`). */
-const READY_BODY = {
+const READY_BODY = named('Readiness', {
   type: 'object',
   required: ['status'],
   properties: { status: { enum: ['ready', 'degraded', 'draining'] }, degraded: { type: 'array', items: { enum: ['database', 'redis'] } } },
-};
+});
 
-const PONG = { type: 'object', properties: { message: { const: 'pong' }, status: { const: 'ok' }, timestamp: { type: 'string' } } };
-const VERSION_BODY = {
+const PONG = named('Pong', { type: 'object', properties: { message: { const: 'pong' }, status: { const: 'ok' }, timestamp: { type: 'string' } } });
+const HEALTH = named('Health', { type: 'object', properties: { status: { const: 'ok' } } });
+const VERSION_BODY = named('Version', {
   type: 'object',
   required: ['name', 'version', 'node', 'engine'],
   properties: { name: { type: 'string' }, version: { type: 'string' }, node: { type: 'string' }, engine: { enum: ['uws', 'node'] } },
-};
+});
 
 /** A route outside /api: no credential (`security: []`), a plain JSON body, 405 on other methods. */
 function plain(operationId: string, summary: string, responses: Record<string, object>, extra: object = {}): object {
@@ -103,7 +136,7 @@ const PLAIN_PATHS: Record<string, Record<string, object>> = {
     get: plain('ping', 'Liveness without authentication', { 200: plainJson('pong', PONG) }),
     head: plain('ping_head', 'Liveness without authentication, headers only', { 200: { description: 'pong, without a body', headers: HEADER.requestId } }),
   },
-  '/health': { get: plain('health', 'The process runs', { 200: plainJson('ok', { type: 'object', properties: { status: { const: 'ok' } } }) }) },
+  '/health': { get: plain('health', 'The process runs', { 200: plainJson('ok', HEALTH) }) },
   '/ready': {
     get: plain(
       'ready',
@@ -138,14 +171,14 @@ export function buildOpenApi(routes: readonly Route[]): object {
     if (r.body !== undefined && r.body !== 'none') {
       op.requestBody = {
         required: r.body === 'check' || r.body === 'schedule' || r.body === 'writes',
-        content: { 'application/json': { schema: bodies[r.body] } },
+        content: { 'application/json': { schema: requestSchema(r.body) } },
       };
     }
     if (r.kind === 'data') dataOperation(r, op);
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   Object.assign(paths, PLAIN_PATHS, authzenPaths());
-  return {
+  return withComponents({
     openapi: '3.1.0',
     info: {
       title: 'rbac-gateway',
@@ -156,5 +189,5 @@ export function buildOpenApi(routes: readonly Route[]): object {
     servers: [{ url: 'http://127.0.0.1:5000', description: 'The default listening address (AUTH_SERVER_HOST, AUTH_SERVER_PORT)' }],
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'Client key (UUID v4) or issued token' } } },
     paths,
-  };
+  });
 }

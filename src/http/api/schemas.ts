@@ -1,14 +1,16 @@
 import { CHANGE_OPS } from '../../authz/changes.ts';
-import { NAME_PATTERN } from '../../authz/names.ts';
+import { instant, name, userPermission } from './common-schemas.ts';
 import { IMPORT_DATA, importCounts } from './data-schemas.ts';
+import { named } from './schema-names.ts';
 
 /**
  * The JSON Schemas of the API. The same objects compile the ajv request validators, the
  * fast-json-stringify response serialisers and the `/openapi.json` document, so the three cannot
- * drift apart.
+ * drift apart. The shapes that recur carry a name (schema-names.ts): the document lists them once
+ * under `components.schemas`, and the typed client's types are generated from there.
  */
 
-export const name = { type: 'string', pattern: NAME_PATTERN, minLength: 1, maxLength: 128 } as const;
+export { name } from './common-schemas.ts';
 const revision = { type: 'integer', minimum: 1, description: 'The tenant revision this write committed' } as const;
 
 const webhookUrl = { type: ['string', 'null'], description: 'null: no webhook' } as const;
@@ -19,12 +21,6 @@ const listOf = (item: object) => ({ type: 'array', items: item }) as const;
 
 // ---- §12: windows on edges, write requests of many changes, previews ---------------------------
 
-/** An instant as answers carry it (docs/api.md §12.1): the §2 timestamp form plus `Z`, always UTC. */
-const instant = {
-  type: 'string',
-  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{6}Z$',
-  description: 'UTC, RFC 3339, six fractional digits: 2026-12-01T09:00:00.000000Z',
-} as const;
 /** The keys a window adds to an answer about its edge, each present only when set. */
 const windowKeys = {
   not_before: { ...instant, description: 'The edge is active from this instant on (present only when set)' },
@@ -47,12 +43,19 @@ const askedWindow = {
   expires_at: askedInstant('The edge is active until this instant, exclusive; after not_before and after now'),
 } as const;
 
-const grantWindowed = windowed({ role: name, permission: name, revision });
-const membershipWindowed = windowed({ user: name, role: name, revision });
-const userPermission = obj({ user: name, permission: name });
+const grantWindowed = named('Grant', windowed({ role: name, permission: name, revision }));
+const membershipWindowed = named('Membership', windowed({ user: name, role: name, revision }));
+const roleCreated = named('RoleCreated', obj({ role: name, description: { type: 'string' }, revision }));
+const roleDeleted = named(
+  'RoleDeleted',
+  obj({ role: name, permissions_removed: { type: 'integer', minimum: 0 }, memberships_removed: { type: 'integer', minimum: 0 }, revision }),
+);
+/** A list of `item`, named after it (`RoleList`). */
+const namedList = (itemName: string, item: object) => named(`${itemName}List`, listOf(named(itemName, item)));
 
 /** One write of `/api/writes` (docs/api.md §12.2), by its op: for the document, the items' reader is http/input/writes.ts. */
-export const writeItem = {
+export const writeItem = named('WriteItem', {
+  description: 'One write of a batch, by its op',
   oneOf: [
     objWith({ op: { const: 'role.create' }, role: name }, { description: { type: 'string', maxLength: 1024 } }),
     obj({ op: { const: 'role.delete' }, role: name }),
@@ -61,19 +64,19 @@ export const writeItem = {
     objWith({ op: { const: 'membership.add' }, user: name, role: name }, askedWindow),
     obj({ op: { const: 'membership.remove' }, user: name, role: name }),
   ],
-} as const;
+} as const);
 
 /** The answers of §12, merged into {@link data}. */
 const changeData = {
   grantWindowed,
   membershipWindowed,
-  hasPermissionWindowed: windowed({ has_permission: { type: 'boolean' } }),
-  isMemberWindowed: windowed({ is_member: { type: 'boolean' } }),
+  hasPermissionWindowed: named('GrantStatus', windowed({ has_permission: { type: 'boolean' } })),
+  isMemberWindowed: named('MembershipStatus', windowed({ is_member: { type: 'boolean' } })),
   /** GET /api/role_permissions, GET /api/members and GET /api/user_roles: items of windowed edges carry their window. */
-  namesWindowed: listOf(windowed({ name })),
-  usersWindowed: listOf(windowed({ user: name })),
-  roleNamesWindowed: listOf(windowed({ role: name })),
-  windows: listOf({
+  namesWindowed: namedList('GrantedPermission', windowed({ name })),
+  usersWindowed: namedList('RoleMember', windowed({ user: name })),
+  roleNamesWindowed: namedList('UserRole', windowed({ role: name })),
+  windows: namedList('Window', {
     type: 'object',
     additionalProperties: false,
     required: ['kind', 'role'],
@@ -85,46 +88,51 @@ const changeData = {
       ...windowKeys,
     },
   }),
-  writesDone: obj({
-    revision,
-    results: listOf({
-      description: 'Per write, in order: the data its own route answers (docs/api.md §5, §12.1)',
-      anyOf: [
-        obj({ role: name, description: { type: 'string' }, revision }),
-        obj({ role: name, permissions_removed: { type: 'integer', minimum: 0 }, memberships_removed: { type: 'integer', minimum: 0 }, revision }),
-        grantWindowed,
-        membershipWindowed,
-      ],
+  writesDone: named(
+    'WritesDone',
+    obj({
+      revision,
+      results: listOf(
+        named('WriteResult', {
+          description: 'Per write, in order: the data its own route answers (docs/api.md §5, §12.1)',
+          anyOf: [roleCreated, roleDeleted, grantWindowed, membershipWindowed],
+        }),
+      ),
     }),
-  }),
-  dryRun: obj({
-    revision: { type: 'integer', minimum: 0, description: 'The client revision the preview read' },
-    valid: { type: 'boolean', description: 'Whether POST /api/writes would succeed now' },
-    results: listOf({
-      type: 'object',
-      additionalProperties: false,
-      required: ['status'],
-      properties: {
-        status: {
-          type: 'integer',
-          enum: [200, 201, 400, 404, 409, 424],
-          description: "The status the write's own route would answer; 424 after the first failure",
-        },
-        error: { type: 'string', description: 'Why it would fail' },
-      },
+  ),
+  dryRun: named(
+    'DryRunResult',
+    obj({
+      revision: { type: 'integer', minimum: 0, description: 'The client revision the preview read' },
+      valid: { type: 'boolean', description: 'Whether POST /api/writes would succeed now' },
+      results: listOf(
+        named('DryRunItem', {
+          type: 'object',
+          additionalProperties: false,
+          required: ['status'],
+          properties: {
+            status: {
+              type: 'integer',
+              enum: [200, 201, 400, 404, 409, 424],
+              description: "The status the write's own route would answer; 424 after the first failure",
+            },
+            error: { type: 'string', description: 'Why it would fail' },
+          },
+        }),
+      ),
+      gained: { ...listOf(userPermission), maxItems: 10_000, description: 'Pairs whose has_permission would turn true, by user then permission' },
+      lost: { ...listOf(userPermission), maxItems: 10_000, description: 'Pairs whose has_permission would turn false, by user then permission' },
+      gained_count: { type: 'integer', minimum: 0 },
+      lost_count: { type: 'integer', minimum: 0 },
+      truncated: { type: 'boolean', description: 'Whether gained or lost was cut at 10,000 items (the counts are exact)' },
     }),
-    gained: { ...listOf(userPermission), maxItems: 10_000, description: 'Pairs whose has_permission would turn true, by user then permission' },
-    lost: { ...listOf(userPermission), maxItems: 10_000, description: 'Pairs whose has_permission would turn false, by user then permission' },
-    gained_count: { type: 'integer', minimum: 0 },
-    lost_count: { type: 'integer', minimum: 0 },
-    truncated: { type: 'boolean', description: 'Whether gained or lost was cut at 10,000 items (the counts are exact)' },
-  }),
+  ),
 } as const;
 
 /** The bodies of §12, merged into {@link bodies}; each is read further by http/input/window.ts or writes.ts. */
 const changeBodies = {
   /** POST and PUT /api/permission/… and /api/membership/…: an empty body is a permanent edge. */
-  edgeWindow: { type: 'object', additionalProperties: false, properties: askedWindow },
+  edgeWindow: named('EdgeWindowRequest', { type: 'object', additionalProperties: false, properties: askedWindow }),
   /**
    * POST /api/writes and /api/dry-run, as a whole only: a bad item refuses a whole /api/writes but
    * is one item's status of a dry-run, so the items are read by http/input/writes.ts.
@@ -154,22 +162,17 @@ const changeBodies = {
 } as const;
 
 export const data = {
-  roles: listOf(obj({ role: name, description: { type: 'string' } })),
-  roleCreated: obj({ role: name, description: { type: 'string' }, revision }),
-  roleDeleted: obj({
-    role: name,
-    permissions_removed: { type: 'integer', minimum: 0 },
-    memberships_removed: { type: 'integer', minimum: 0 },
-    revision,
-  }),
-  hasPermission: obj({ has_permission: { type: 'boolean' } }),
-  isMember: obj({ is_member: { type: 'boolean' } }),
-  grant: obj({ role: name, permission: name, revision }),
-  membership: obj({ user: name, role: name, revision }),
-  names: listOf(obj({ name })),
-  users: listOf(obj({ user: name })),
-  roleNames: listOf(obj({ role: name })),
-  changes: listOf({
+  roles: namedList('Role', obj({ role: name, description: { type: 'string' } })),
+  roleCreated,
+  roleDeleted,
+  hasPermission: named('HasPermission', obj({ has_permission: { type: 'boolean' } })),
+  isMember: named('IsMember', obj({ is_member: { type: 'boolean' } })),
+  grant: named('GrantRemoved', obj({ role: name, permission: name, revision })),
+  membership: named('MembershipRemoved', obj({ user: name, role: name, revision })),
+  names: namedList('PermissionItem', obj({ name })),
+  users: namedList('UserItem', obj({ user: name })),
+  roleNames: namedList('RoleItem', obj({ role: name })),
+  changes: namedList('Change', {
     type: 'object',
     additionalProperties: false,
     required: ['revision', 'op', 'timestamp'],
@@ -184,17 +187,23 @@ export const data = {
       timestamp: { type: 'string' },
     },
   }),
-  token: obj({
-    token: { type: 'string' },
-    token_type: { type: 'string', enum: ['Bearer'] },
-    expires_in: { type: 'integer', minimum: 1, maximum: 86400 },
-    scope: { type: 'string', enum: ['read', 'write'] },
-  }),
-  tokenRevoked: obj({
-    jti: { type: 'string', description: "The revoked token's jti" },
-    revoked_until: { ...instant, description: "The token's expiry: it is refused until then, and expired after" },
-  }),
-  audit: listOf({
+  token: named(
+    'IssuedToken',
+    obj({
+      token: { type: 'string' },
+      token_type: { type: 'string', enum: ['Bearer'] },
+      expires_in: { type: 'integer', minimum: 1, maximum: 86400 },
+      scope: { type: 'string', enum: ['read', 'write'] },
+    }),
+  ),
+  tokenRevoked: named(
+    'RevokedToken',
+    obj({
+      jti: { type: 'string', description: "The revoked token's jti" },
+      revoked_until: { ...instant, description: "The token's expiry: it is refused until then, and expired after" },
+    }),
+  ),
+  audit: namedList('AuditRow', {
     type: 'object',
     additionalProperties: false,
     // A boundary change's row (credential `system`) has no request and no peer: no request_id, no ip.
@@ -211,14 +220,18 @@ export const data = {
       ip: { type: 'string' },
     },
   }),
-  canRun: obj({ can_run: { type: 'boolean' } }),
-  scheduled: obj({
-    workflow: name,
-    interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
-    webhook_url: webhookUrl,
-    webhook_secret: { type: 'string', description: 'whsec_<base64>: signs the webhook deliveries (Standard Webhooks); shown only here' },
-  }),
-  schedules: listOf(
+  canRun: named('CanRun', obj({ can_run: { type: 'boolean' } })),
+  scheduled: named(
+    'WorkflowScheduled',
+    obj({
+      workflow: name,
+      interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
+      webhook_url: webhookUrl,
+      webhook_secret: { type: 'string', description: 'whsec_<base64>: signs the webhook deliveries (Standard Webhooks); shown only here' },
+    }),
+  ),
+  schedules: namedList(
+    'WorkflowSchedule',
     obj({
       workflow: name,
       interval_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
@@ -226,31 +239,41 @@ export const data = {
       last_run_at: { type: ['string', 'null'], description: 'null before the first run' },
     }),
   ),
-  unscheduled: obj({ workflow: name }),
-  runs: listOf(
+  unscheduled: named('WorkflowUnscheduled', obj({ workflow: name })),
+  runs: namedList(
+    'WorkflowRun',
     obj({
       run_at: { type: 'string' },
       revision: { type: 'integer', minimum: 0, description: 'The client revision the run read' },
       users_count: { type: 'integer', minimum: 0 },
       added: listOf(name),
       removed: listOf(name),
-      delivery: obj({
-        status: { type: 'string', enum: ['none', 'pending', 'delivered', 'failed'] },
-        attempts: { type: 'integer', minimum: 0 },
-        last_status: { type: ['integer', 'null'], description: "The receiver's last HTTP status, null before one" },
-      }),
+      delivery: named(
+        'WebhookDelivery',
+        obj({
+          status: { type: 'string', enum: ['none', 'pending', 'delivered', 'failed'] },
+          attempts: { type: 'integer', minimum: 0 },
+          last_status: { type: ['integer', 'null'], description: "The receiver's last HTTP status, null before one" },
+        }),
+      ),
     }),
   ),
-  explanation: obj({
-    has_permission: { type: 'boolean' },
-    granted_by: listOf(name),
-    remedies: listOf(obj({ role: name, permissions: { type: 'integer', minimum: 1, description: "The role's number of permissions" } })),
-  }),
-  check: obj({
-    results: listOf(obj({ user: name, permission: name, has_permission: { type: 'boolean' } })),
-    all: { type: 'boolean' },
-    any: { type: 'boolean' },
-  }),
+  explanation: named(
+    'Explanation',
+    obj({
+      has_permission: { type: 'boolean' },
+      granted_by: listOf(name),
+      remedies: listOf(named('Remedy', obj({ role: name, permissions: { type: 'integer', minimum: 1, description: "The role's number of permissions" } }))),
+    }),
+  ),
+  check: named(
+    'CheckResult',
+    obj({
+      results: listOf(named('CheckResultItem', obj({ user: name, permission: name, has_permission: { type: 'boolean' } }))),
+      all: { type: 'boolean' },
+      any: { type: 'boolean' },
+    }),
+  ),
   ...changeData,
   ...IMPORT_DATA,
 } as const;
@@ -258,21 +281,21 @@ export const data = {
 export type DataSchemaName = keyof typeof data;
 
 export const bodies = {
-  createRole: {
+  createRole: named('RoleCreateRequest', {
     type: 'object',
     additionalProperties: false,
     properties: { description: { type: 'string', maxLength: 1024 } },
-  },
+  }),
   none: { type: 'object', additionalProperties: false, properties: {} },
-  token: {
+  token: named('TokenRequest', {
     type: 'object',
     additionalProperties: false,
     properties: {
       scope: { type: 'string', enum: ['read', 'write'] },
       ttl_seconds: { type: 'integer', minimum: 1, maximum: 86400 },
     },
-  },
-  schedule: {
+  }),
+  schedule: named('ScheduleRequest', {
     type: 'object',
     additionalProperties: false,
     required: ['interval_seconds'],
@@ -280,20 +303,13 @@ export const bodies = {
       interval_seconds: { type: 'integer', minimum: 1, maximum: 86400, description: 'At least AUTH_WORKFLOW_MIN_INTERVAL_SECONDS (default 10)' },
       webhook_url: { type: ['string', 'null'], maxLength: 2048, description: 'http(s) URL on a host of AUTH_WEBHOOK_ALLOWED_HOSTS' },
     },
-  },
-  check: {
+  }),
+  check: named('CheckRequest', {
     type: 'object',
     additionalProperties: false,
     required: ['checks'],
-    properties: {
-      checks: {
-        type: 'array',
-        minItems: 1,
-        maxItems: 1000,
-        items: { type: 'object', additionalProperties: false, required: ['user', 'permission'], properties: { user: name, permission: name } },
-      },
-    },
-  },
+    properties: { checks: { type: 'array', minItems: 1, maxItems: 1000, items: userPermission } },
+  }),
   ...changeBodies,
 } as const;
 
@@ -313,7 +329,7 @@ export const envelope = (dataSchema: object, paged: boolean) =>
     },
   }) as const;
 
-export const errorEnvelope = {
+export const errorEnvelope = named('ErrorEnvelope', {
   type: 'object',
   required: ['success', 'code', 'message', 'error', 'timestamp'],
   properties: {
@@ -323,4 +339,4 @@ export const errorEnvelope = {
     error: { type: 'string' },
     timestamp: { type: 'string' },
   },
-} as const;
+} as const);

@@ -82,3 +82,62 @@ test('every response header, where it is sent', () => {
     assert.ok(headersOf(op, success).includes('X-Authz-Revision'), `${method} ${path} ${success}: X-Authz-Revision`);
   }
 });
+
+/** The shapes a generated client names its types after (docs/clients.md). */
+const NAMED = [
+  'Role',
+  'Grant',
+  'Membership',
+  'Window',
+  'Change',
+  'AuditRow',
+  'Decision',
+  'ErrorEnvelope',
+  'RoleList',
+  'RoleListPage',
+  'IssuedToken',
+  'WriteItem',
+  'WritesRequest',
+  'WritesDone',
+  'DryRunResult',
+  'ExportLine',
+  'ImportResult',
+  'ImportPreview',
+  'EvaluationRequest',
+  'EvaluationsResponse',
+];
+
+/** Every `$ref` under `value`, with where it is. */
+function refsOf(value: unknown, at = '#'): Array<{ ref: string; at: string }> {
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([k, v]) => (k === '$ref' && typeof v === 'string' ? [{ ref: v, at }] : refsOf(v, `${at}/${k}`)));
+}
+
+test('components.schemas names the recurring shapes, and every $ref leads to one of them', () => {
+  const schemas = (doc as { components?: { schemas?: Record<string, unknown> } }).components?.schemas ?? {};
+  for (const name of NAMED) assert.ok(name in schemas, `components.schemas lacks ${name}`);
+  const refs = refsOf(doc);
+  assert.ok(refs.length > 100, `only ${refs.length} $refs`);
+  const unresolved = refs.filter(({ ref }) => !(ref.startsWith('#/components/schemas/') && ref.slice('#/components/schemas/'.length) in schemas));
+  assert.deepEqual(unresolved, []);
+  const used = new Set(refs.map(({ ref }) => ref.slice('#/components/schemas/'.length)));
+  assert.deepEqual(
+    Object.keys(schemas).filter((n) => !used.has(n)),
+    [],
+    'a component nothing refers to',
+  );
+  // A named shape is written once: no component holds a copy of another inline.
+  const texts = new Map(Object.entries(schemas).map(([n, s]) => [JSON.stringify(s), n]));
+  assert.equal(texts.size, Object.keys(schemas).length, 'two components with the same schema');
+});
+
+test('the success answers and the errors refer to their components', () => {
+  const json = (op: Operation | undefined, status: string): unknown =>
+    (op?.responses[status] as { content?: Record<string, { schema: unknown }> } | undefined)?.content?.['application/json']?.schema;
+  assert.deepEqual(json(doc.paths['/api/roles']?.get, '200'), { $ref: '#/components/schemas/RoleListPage' });
+  assert.deepEqual(json(doc.paths['/api/role/{role}']?.post, '201'), { $ref: '#/components/schemas/RoleCreatedEnvelope' });
+  assert.deepEqual(json(doc.paths['/access/v1/evaluation']?.post, '200'), { $ref: '#/components/schemas/Decision' });
+  for (const { path, method, op } of operations)
+    for (const status of Object.keys(op.responses).filter((s) => /^[45]/.test(s) && path !== '/ready'))
+      assert.deepEqual(json(op, status), { $ref: '#/components/schemas/ErrorEnvelope' }, `${method} ${path} ${status}`);
+});
