@@ -76,13 +76,15 @@ function View(props: { readonly id: ViewId }) {
     'as-of': <AsOfView />,
     preview: <PreviewView />,
   }[props.id];
+  // A plain container: named after the view, it would share its name with the view's own field
+  // (`User`), and a field's name must find that field alone.
   return (
-    <section aria-labelledby="view-title">
+    <div class="view">
       <h2 id="view-title" tabIndex={-1} ref={heading}>
         {title}
       </h2>
       {body}
-    </section>
+    </div>
   );
 }
 

@@ -33,25 +33,26 @@ export async function listed<T>(answer: Promise<ApiResult<T[]>>): Promise<Page<T
  */
 export function useAnswer<T>(query: string | undefined, load: () => Promise<T>): { readonly value: T | undefined; readonly loading: boolean } {
   const report = useReport();
-  const [value, setValue] = useState<T | undefined>(undefined);
+  // The value with the query it answers: a render between a new query and its effect must not
+  // show the old query's answer as the new one's.
+  const [answer, setAnswer] = useState<{ query: string; value: T } | undefined>(undefined);
   const [loading, setLoading] = useState(false);
   const loader = useRef(load);
   loader.current = load;
   useEffect(() => {
     let current = true;
-    setValue(undefined);
     if (query === undefined) return;
     setLoading(true);
     loader
       .current()
-      .then((v) => current && (setValue(v), report('')))
+      .then((value) => current && (setAnswer({ query, value }), report('')))
       .catch((err: unknown) => current && report(describeFailure(err)))
       .finally(() => current && setLoading(false));
     return () => {
       current = false;
     };
   }, [query, report]);
-  return { value, loading };
+  return { value: answer !== undefined && answer.query === query ? answer.value : undefined, loading };
 }
 
 /** One page of a list, and how to move between pages. */
@@ -206,10 +207,11 @@ export function Table(props: {
   readonly columns: readonly string[];
   readonly empty: string;
   readonly children: ComponentChildren[];
+  readonly class?: string;
 }) {
   if (props.children.length === 0) return <p class="empty">{props.empty}</p>;
   return (
-    <table>
+    <table class={props.class}>
       <caption>{props.caption}</caption>
       <thead>
         <tr>

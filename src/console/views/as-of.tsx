@@ -75,12 +75,8 @@ function ItemList(props: { readonly title: string; readonly items: readonly Item
             <td>{i.kind}</td>
             <td>{i.role}</td>
             <td>{i.name}</td>
-            <td>
-              <Instant value={i.not_before} />
-            </td>
-            <td>
-              <Instant value={i.expires_at} />
-            </td>
+            <td>{i.kind === 'role' ? null : <Instant value={i.not_before} />}</td>
+            <td>{i.kind === 'role' ? null : <Instant value={i.expires_at} />}</td>
           </tr>
         ))}
       </Table>

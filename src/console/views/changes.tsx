@@ -5,7 +5,8 @@
 import { useState } from 'preact/hooks';
 import type { ChangeRow } from '../../client/index.ts';
 import { api } from '../session.ts';
-import { olderChanges, type ChangeFilter } from '../timeline.ts';
+import { utc } from '../replay.ts';
+import { olderChanges, type ChangeFilter, type TimelinePage } from '../timeline.ts';
 import { Field, Instant, Table, useAnswer } from '../ui.tsx';
 
 const NO_FILTER: ChangeFilter = { role: '', user: '', permission: '' };
@@ -42,19 +43,7 @@ export function ChangesView() {
           <p>
             Revisions {page.below + 1} to {page.upTo}, newest first{filtered(filter) ? ', the rows that match the filter' : ''}.
           </p>
-          <Table caption={`Changes, revisions ${page.below + 1} to ${page.upTo}`} columns={['Revision', 'Change', 'Time']} empty="No change here.">
-            {page.rows.map((r, i) => (
-              <tr key={`${r.revision}-${i}`}>
-                <td>{r.revision}</td>
-                <td>
-                  <Change row={r} />
-                </td>
-                <td>
-                  <Instant value={r.timestamp} />
-                </td>
-              </tr>
-            ))}
-          </Table>
+          <TimelineTable page={page} />
           <div class="pager" role="group" aria-label="Pages of changes">
             <button type="button" disabled={tops.length <= 1} onClick={() => setTops(tops.slice(0, -1))}>
               Newer
@@ -66,6 +55,25 @@ export function ChangesView() {
         </>
       )}
     </>
+  );
+}
+
+function TimelineTable(props: { readonly page: TimelinePage }) {
+  const { page } = props;
+  return (
+    <Table class="changes" caption={`Changes, revisions ${page.below + 1} to ${page.upTo}`} columns={['Revision', 'Change', 'Time']} empty="No change here.">
+      {page.rows.map((r, i) => (
+        <tr key={`${r.revision}-${i}`}>
+          <td>{r.revision}</td>
+          <td>
+            <Change row={r} />
+          </td>
+          <td>
+            <Instant value={utc(r.timestamp)} />
+          </td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 
