@@ -138,6 +138,7 @@ const files = [
   'tests/security/transport.test.ts',
   'tests/security/cors-browser.test.ts',
   'tests/features/console.test.ts',
+  'tests/features/console-scale.test.ts',
   'tests/security/fuzz.test.ts',
   'tests/features/authzen-search.test.ts',
   'tests/features/authzen-rules.test.ts',

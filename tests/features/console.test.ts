@@ -3,7 +3,8 @@
  * AUTH_CONSOLE=false, and in Chromium each view against the API's own answers for one seeded
  * client; the key typed by keyboard alone and found nowhere but the Authorization header of /api
  * calls; no request leaving the origin; no inline script allowed; no horizontal scrolling at 320
- * px; no serious or critical axe-core finding. Screenshots of each view go to docs/console/.
+ * px; no serious or critical axe-core finding. Screenshots of each view go to docs/console/ with
+ * RBAC_CONSOLE_SCREENSHOTS=1 (else to a temporary folder).
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -20,6 +21,7 @@ import {
   launchBrowser,
   openByKeyboard,
   recordRequests,
+  removeTemporaryScreenshots,
   rowsInPage,
   screenshot,
   showView,
@@ -49,6 +51,7 @@ before(async () => {
 });
 
 after(async () => {
+  removeTemporaryScreenshots();
   await browser?.close();
   await Promise.all([server?.stop(), nodeEngine?.stop(), off?.stop()]);
 });
