@@ -79,7 +79,7 @@ function Judged(props: { readonly lines: readonly Line[]; readonly preview: Prev
             : `Invalid at revision ${p.revision}: /api/writes would refuse the batch and store nothing.`}
       </p>
       <Section title="Each write">
-        <Table caption="Each write and its verdict" columns={['#', 'Write', 'Verdict']} empty="No write.">
+        <Table class="writes" caption="Each write and its verdict" columns={['#', 'Write', 'Verdict']} empty="No write.">
           {shown.rows.map(({ line, i, verdict }) => (
             <tr key={i} class={verdict.ok ? 'valid' : 'invalid'}>
               <td>{i + 1}</td>
