@@ -139,6 +139,8 @@ const files = [
   'tests/features/key-rotation.test.ts',
   'tests/security/transport.test.ts',
   'tests/security/cors-browser.test.ts',
+  'tests/features/console.test.ts',
+  'tests/features/console-scale.test.ts',
   'tests/security/fuzz.test.ts',
   'tests/features/authzen-search.test.ts',
   'tests/features/authzen-rules.test.ts',

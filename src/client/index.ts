@@ -87,8 +87,10 @@ export class RbacClient {
     if (options.minRevision !== undefined) headers['x-authz-min-revision'] = String(options.minRevision);
     if (options.ifMatch !== undefined) headers['if-match'] = ifMatchHeader(options.ifMatch);
     if (options.requestId !== undefined) headers['x-request-id'] = options.requestId;
-    let body: string | Uint8Array | undefined;
-    if (options.rawBody !== undefined) body = options.rawBody;
+    // The browser's fetch types (the console bundles this client) take only views of an
+    // ArrayBuffer; a body is never a view of shared memory.
+    let body: string | Uint8Array<ArrayBuffer> | undefined;
+    if (options.rawBody !== undefined) body = options.rawBody as string | Uint8Array<ArrayBuffer>;
     else if (options.body !== undefined) body = JSON.stringify(options.body);
     if (body !== undefined) headers['content-type'] = options.contentType ?? 'application/json';
     const res = await fetch(this.baseUrl + path, { method, headers, ...(body === undefined ? {} : { body }) });

@@ -136,6 +136,11 @@ export const configSchema = {
       default: 'user,identity',
       description: 'Comma-separated AuthZEN subject types that name users (`identity` is what gateway plug-ins send).',
     },
+    AUTH_CONSOLE: {
+      type: 'boolean',
+      default: true,
+      description: 'Whether the read-only web console is served at /console; false: every path under /console is 404.',
+    },
     AUTH_AUTHZEN_DENY_REASONS: {
       type: 'boolean',
       default: false,

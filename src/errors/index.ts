@@ -34,6 +34,11 @@ interface RouteParams {
 
 export const ERRORS = {
   ERR_HTTP_NOT_FOUND: { status: 404, retryable: false, message: (p: RouteParams) => `no route ${p.method} ${p.url}` },
+  ERR_HTTP_CONSOLE_NOT_BUILT: {
+    status: 404,
+    retryable: false,
+    message: () => 'the console is not built here: `npm run build` writes it to dist/console/ (docs/console.md)',
+  },
   ERR_HTTP_METHOD_NOT_ALLOWED: {
     status: 405,
     retryable: false,

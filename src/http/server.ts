@@ -19,6 +19,7 @@ import { BodyReader } from './input/body.ts';
 import { Cursors } from './input/cursor.ts';
 import type { Engine } from './engine/port.ts';
 import { registerPlainRoutes } from './handle/plain-routes.ts';
+import { readConsoleBundle, registerConsole } from './handle/console.ts';
 import { corsPolicy } from './reply/cors.ts';
 import type { RequestMetrics } from '../metrics/requests.ts';
 import { Reply } from './reply/reply.ts';
@@ -110,6 +111,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   for (const route of AUTHZEN_ROUTES) routes.on('POST', route.path, authzen.forRoute(route, authzenSeriesOf(route)));
   registerAuthzenMetadata(routes, reply, config.AUTH_AUTHZEN_BASE_URL, AUTHZEN_CONFIGURATION_SERIES);
   registerPlainRoutes(routes, reply, backend, deps.engine.name, drain);
+  if (config.AUTH_CONSOLE) registerConsole(routes, reply, readConsoleBundle());
   routes.finish();
   const listener = await app.listen(config.AUTH_SERVER_HOST, config.AUTH_SERVER_PORT);
   return { port: listener.port, drain: () => drain.begin(), close: (graceMs) => drain.close(listener, graceMs) };

@@ -28,6 +28,7 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   cache: ['authz', 'time'], // time: the gap and revision waits and the revalidation run on a clock
   cli: ['client', 'config', 'crypto', 'http', 'store'], // the operator's commands: settings, keys, the store's maintenance; client: the routes' paths of export and import; http: the engine's name only (NARROW)
   client: [],
+  console: ['client'], // the browser's console speaks to the API through the typed client only
   config: ['workflow'], // the webhook-host rule only (NARROW): checked at start-up as the webhooks are
   crypto: ['authz'], // the tenant id's shape, for a token's subject
   errors: [],
@@ -68,8 +69,8 @@ const DRIVERS: Readonly<Record<string, string>> = {
   standardwebhooks: 'workflow/webhook.ts',
 };
 
-/** Folders with no I/O: no Node.js built-in, with or without the node: prefix. */
-const NO_BUILTINS = ['authz', 'authzen'];
+/** Folders with no I/O, or run in a browser: no Node.js built-in, with or without the node: prefix. */
+const NO_BUILTINS = ['authz', 'authzen', 'console'];
 
 /**
  * Adapters (src/ path prefixes) and the only files outside them that may import them: each port
@@ -172,7 +173,8 @@ function moduleRef(node: ts.Node, requires: Set<string>): { kind: string; spec: 
 
 function arrowsOf(root: string, path: string): Arrow[] {
   const file = relative(root, path).split(sep).join('/');
-  const sf = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const kind = path.endsWith('x') ? ts.ScriptKind.TSX : ts.ScriptKind.TS;
+  const sf = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.Latest, true, kind);
   const requires = requireNames(sf);
   const found: Arrow[] = [];
   const visit = (node: ts.Node): void => {

@@ -125,6 +125,16 @@ export class Reply {
   }
 
   /**
+   * A complete response of a type other than JSON (the console's files, docs/console.md), with
+   * headers of its own; counted and logged as {@link send} does.
+   */
+  sendTyped(t: ReplyTarget, status: number, contentType: string, body: string | Uint8Array, extra: ReadonlyArray<readonly [string, string]>): void {
+    this.#head(t, status, contentType, undefined);
+    for (const [k, v] of extra) t.res.writeHeader(k, v);
+    t.res.end(body, this.#closing);
+  }
+
+  /**
    * Starts a streamed answer (the NDJSON export, docs/api.md §17): counted, logged and audited
    * as {@link send} does, its status and headers written; the caller then writes the body with
    * the engine's `write` and ends it (or closes the connection when it cannot be completed).
