@@ -22,6 +22,7 @@ export class ClientState {
 
   /** Applies one row of the feed, as the store applied its change. */
   apply(row: ChangeRow): void {
+    if (row.role === undefined) return; // client.import: counts only (the caller refuses to replay it)
     if (row.op === 'role.create') this.roles.set(row.role, { grants: new Map(), members: new Map() });
     else if (row.op === 'role.delete') this.roles.delete(row.role);
     else if (row.op.startsWith('permission.')) this.#edge(this.roles.get(row.role)?.grants, row.permission, row);

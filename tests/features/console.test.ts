@@ -3,8 +3,7 @@
  * AUTH_CONSOLE=false, and in Chromium each view against the API's own answers for one seeded
  * client; the key typed by keyboard alone and found nowhere but the Authorization header of /api
  * calls; no request leaving the origin; no inline script allowed; no horizontal scrolling at 320
- * px; no serious or critical axe-core finding. Screenshots of each view go to docs/console/ with
- * RBAC_CONSOLE_SCREENSHOTS=1 (else to a temporary folder).
+ * px; no serious or critical axe-core finding. Each view's screenshot goes to docs/console/.
  */
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,7 +20,6 @@ import {
   launchBrowser,
   openByKeyboard,
   recordRequests,
-  removeTemporaryScreenshots,
   rowsInPage,
   screenshot,
   showView,
@@ -51,7 +49,6 @@ before(async () => {
 });
 
 after(async () => {
-  removeTemporaryScreenshots();
   await browser?.close();
   await Promise.all([server?.stop(), nodeEngine?.stop(), off?.stop()]);
 });
@@ -277,7 +274,7 @@ describe('the console in a browser', () => {
     const row = (w: (typeof windows)[number]): string[] => [
       w.kind,
       w.role,
-      w.kind === 'membership' ? w.user : w.permission,
+      (w.kind === 'membership' ? w.user : w.permission) ?? '',
       w.not_before ?? 'none',
       w.expires_at ?? 'none',
     ];

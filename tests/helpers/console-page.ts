@@ -4,8 +4,7 @@
  * captions, axe-core run in the page, and the width of the page measured.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { ROOT } from './server.ts';
@@ -125,22 +124,13 @@ export async function axeFindings(page: Page): Promise<AxeFinding[]> {
 }
 
 /**
- * The view as a PNG, whole page: into docs/console/<name>.png (the pictures of docs/console.md)
- * when RBAC_CONSOLE_SCREENSHOTS=1, else into a temporary folder, so that an ordinary run leaves the
- * repository as it was (its times and revisions differ on every run).
+ * The view as a PNG, whole page, into docs/console/<name>.png: the pictures of docs/console.md are
+ * made by every run, so that they show the console as it is (a run changes their times and
+ * revisions; commit them with a change that shows).
  */
 export async function screenshot(page: Page, name: string): Promise<void> {
-  const dir = process.env.RBAC_CONSOLE_SCREENSHOTS === '1' ? SCREENSHOTS : (shotsDir ??= mkdtempSync(join(tmpdir(), 'rbac-console-shots-')));
-  mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true, animations: 'disabled' });
-}
-
-let shotsDir: string | undefined;
-
-/** Removes the temporary screenshots, if any were taken there. */
-export function removeTemporaryScreenshots(): void {
-  if (shotsDir !== undefined) rmSync(shotsDir, { recursive: true, force: true });
-  shotsDir = undefined;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true, animations: 'disabled' });
 }
 
 /** Everything a page context sent: each request's URL, headers and body. */
