@@ -60,7 +60,7 @@ describe('served files', () => {
     ['the default engine', () => server],
     ['node:http', () => nodeEngine],
   ] as const) {
-    test(`${name}: the page and its assets, with CSP and nosniff, from memory; an unknown file is a 404 envelope with them too`, async () => {
+    test(`${name}: the page and its assets, with CSP and nosniff, from memory; an unknown file (404) and another method (405) answer with them too`, async () => {
       const base = pick().baseUrl;
       const types: Record<string, RegExp> = {
         '/console': /^text\/html; charset=utf-8$/,
@@ -85,6 +85,12 @@ describe('served files', () => {
       assert.equal(body.success, false);
       assert.equal(body.code, 404);
       assert.match(body.error, /\/console\/nope\.js/);
+      for (const path of ['/console', '/console/console.js']) {
+        const refused = await fetch(base + path, { method: 'POST', body: '{}' });
+        assert.equal(refused.status, 405, path);
+        assert.equal(refused.headers.get('content-security-policy'), CSP, `${path}: the 405 too`);
+        assert.equal(refused.headers.get('x-content-type-options'), 'nosniff', path);
+      }
     });
   }
 

@@ -8,7 +8,7 @@ import type { RouteTable } from './route-table.ts';
 /**
  * The read-only console (docs/console.md): a page, a script and a stylesheet bundled at build time
  * into dist/console/ (support/build-console.ts), read once at start-up and served from memory.
- * Every answer under /console, errors included, forbids inline script and style, framing and
+ * Every answer under /console, errors (405 included), forbids inline script and style, framing and
  * content sniffing: the page talks to /api only, from the service's own origin.
  */
 export const CONSOLE_HEADERS: ReadonlyArray<readonly [string, string]> = [
@@ -62,8 +62,8 @@ export function registerConsole(routes: RouteTable, reply: Reply, bundle: Bundle
     const e = bundle === undefined ? appError('ERR_HTTP_CONSOLE_NOT_BUILT') : appError('ERR_HTTP_NOT_FOUND', { method: 'GET', url: req.getUrl() });
     reply.sendTyped(t, e.status, 'application/json', errorBody(e.status, e.message), CONSOLE_HEADERS);
   };
-  routes.on('GET', '/console', (res, req) => serve('index.html', res, req));
-  routes.on('GET', '/console/{file}', (res, req) => serve(decodeFileName(req.getParameter(0)), res, req));
+  routes.on('GET', '/console', (res, req) => serve('index.html', res, req), CONSOLE_HEADERS);
+  routes.on('GET', '/console/{file}', (res, req) => serve(decodeFileName(req.getParameter(0)), res, req), CONSOLE_HEADERS);
 }
 
 /** A file name as asked; anything malformed matches no file. */

@@ -22,6 +22,8 @@ export class RouteTable {
   readonly #drain: Drain;
   readonly #reply: Reply;
   readonly #allowed = new Map<string, Set<string>>();
+  /** Headers a pattern's 405 carries besides `Allow` (the console's CSP). */
+  readonly #headersOf = new Map<string, ReadonlyArray<readonly [string, string]>>();
 
   constructor(app: EngineApp, drain: Drain, reply: Reply) {
     this.#app = app;
@@ -29,21 +31,24 @@ export class RouteTable {
     this.#reply = reply;
   }
 
-  on(method: Method, pattern: string, handler: Handler): void {
+  /** `headers`: what this pattern's 405 answers carry besides `Allow`. */
+  on(method: Method, pattern: string, handler: Handler, headers?: ReadonlyArray<readonly [string, string]>): void {
     this.#app.on(method, pattern, this.#guard(handler));
     this.#allowed.set(pattern, (this.#allowed.get(pattern) ?? new Set()).add(method));
+    if (headers !== undefined) this.#headersOf.set(pattern, headers);
   }
 
   /** Answers other methods and unknown paths; call once, after the last {@link on}. */
   finish(): void {
     for (const [pattern, methods] of this.#allowed) {
       const allow = [...methods, 'OPTIONS'].join(', ');
+      const headers: ReadonlyArray<readonly [string, string]> = [['Allow', allow], ...(this.#headersOf.get(pattern) ?? [])];
       this.#app.otherMethods(
         pattern,
         this.#guard((res, req) => {
           if (req.getMethod() === 'options') return this.#preflight(res, req, allow);
           const e = appError('ERR_HTTP_METHOD_NOT_ALLOWED', { method: req.getMethod().toUpperCase(), url: req.getUrl(), allow });
-          this.#reply.send(this.#reply.target(res, req, '', apiSeries(req)), 405, errorBody(405, e.message), undefined, [['Allow', allow]]);
+          this.#reply.send(this.#reply.target(res, req, '', apiSeries(req)), 405, errorBody(405, e.message), undefined, headers);
         }),
       );
     }
