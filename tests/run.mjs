@@ -113,6 +113,7 @@ const files = [
   'tests/features/client-timed.test.ts',
   'tests/cluster/outage.test.ts',
   'tests/ops/operations.test.ts',
+  'tests/ops/pretty-logs.test.ts',
   'tests/ops/metrics.test.ts',
   'tests/ops/prometheus.test.ts',
   'tests/unit/metrics/retained.test.ts',

@@ -75,7 +75,7 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
   let lastError = '';
   const onError = (err: Error): void => {
     // ioredis retries on its own; log each distinct failure once, not every retry.
-    if (err.message !== lastError) o.log.warn('redis error', { error: err.message });
+    if (err.message !== lastError) o.log.warn('redis error', { err });
     lastError = err.message;
   };
   pub.on('error', onError);
@@ -84,7 +84,7 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
     lastError = '';
     sub.subscribe(CHANGES_CHANNEL).then(
       () => setState(true),
-      (err: unknown) => o.log.warn('redis subscribe failed', { error: String(err) }),
+      (err: unknown) => o.log.warn('redis subscribe failed', { err }),
     );
   });
   sub.on('close', () => setState(false));

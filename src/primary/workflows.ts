@@ -33,7 +33,7 @@ export function startWorkflowScheduler(
   publish: (msgs: readonly ChangeMessage[]) => void,
   clock: Clock = systemClock,
 ): RunningScheduler {
-  const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { error: String(err) }));
+  const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { err }));
   const hosts = WebhookHosts.parse(config.AUTH_WEBHOOK_ALLOWED_HOSTS);
   const scheduler = new Scheduler({
     store,

@@ -110,7 +110,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
 
 /** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
 function openResilientStore(config: Config, log: Logger, retried: () => void): { pooled: PooledStore; store: ResilientStore } {
-  const pooled = new PooledStore(storeSettings(config), POOL_THREADS, (err) => log.warn('store thread failed; replaced', { error: String(err) }));
+  const pooled = new PooledStore(storeSettings(config), POOL_THREADS, (err) => log.warn('store thread failed; replaced', { err }));
   const breaker = new CircuitBreaker({
     threshold: config.AUTH_DB_BREAKER_THRESHOLD,
     cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
