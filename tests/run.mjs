@@ -114,6 +114,7 @@ const files = [
   'tests/cluster/outage.test.ts',
   'tests/ops/operations.test.ts',
   'tests/ops/pretty-logs.test.ts',
+  'tests/ops/traces.test.ts',
   'tests/ops/metrics.test.ts',
   'tests/ops/prometheus.test.ts',
   'tests/unit/metrics/retained.test.ts',
