@@ -83,6 +83,7 @@ const files = [
   'tests/ops/cli-transfer.test.ts',
   'tests/ops/backup-restore.test.ts',
   'tests/unit/imports.test.ts',
+  'tests/unit/trace/tracer.test.ts',
   'tests/unit/run-list.test.ts',
   'tests/unit/store/transient.test.ts',
   'tests/unit/store/delegating.test.ts',
