@@ -21,7 +21,7 @@ if (cluster.isPrimary && process.argv.includes('--check-config')) {
 function logCrashes(log: Logger): void {
   if (!log.enabled('error')) return;
   process.on('uncaughtException', (err: unknown) => {
-    log.error('uncaught exception; exiting', { error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    log.error('uncaught exception; exiting', { err });
     process.exit(1);
   });
 }
@@ -29,12 +29,12 @@ function logCrashes(log: Logger): void {
 // Each process loads only its own side: the primary never needs the HTTP, cache and store code,
 // nor a worker the supervisor's (start-up time is module loading, mostly).
 if (cluster.isPrimary) {
-  const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'primary' });
+  const log = createLogger(config.AUTH_LOG_LEVEL, { role: 'primary' });
   logCrashes(log);
   const { runPrimary } = await import('./primary/index.ts');
   process.exit(await runPrimary(config, log));
 } else {
-  const log = createLogger(config.AUTH_LOG_LEVEL, { pid: process.pid, role: 'worker', worker: cluster.worker?.id });
+  const log = createLogger(config.AUTH_LOG_LEVEL, { role: 'worker', worker: cluster.worker?.id });
   logCrashes(log);
   const { runWorkerProcess } = await import('./worker/index.ts');
   await runWorkerProcess(config, log);

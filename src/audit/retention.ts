@@ -33,7 +33,7 @@ export function startAuditRetention(
   };
   const now = (): Promise<void> => {
     running ??= run()
-      .catch((err: unknown) => log.warn('audit retention failed; trying again later', { error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) => log.warn('audit retention failed; trying again later', { err }))
       .finally(() => (running = undefined));
     return running;
   };

@@ -96,7 +96,7 @@ export class AuditTrail {
     try {
       await this.#append(batch);
     } catch (err) {
-      this.#log.warn('audit rows not written yet; retrying', { rows: this.#pending.length, error: err instanceof Error ? err.message : String(err) });
+      this.#log.warn('audit rows not written yet; retrying', { rows: this.#pending.length, err });
       return false;
     }
     this.#pending.splice(0, batch.length);

@@ -65,7 +65,7 @@ export function startRevalidation(
   };
   const now = (): Promise<void> => {
     running ??= run()
-      .catch((err: unknown) => log.debug('revalidation failed', { error: err instanceof Error ? err.message : String(err) }))
+      .catch((err: unknown) => log.debug('revalidation failed', { err }))
       .finally(() => (running = undefined));
     return running;
   };

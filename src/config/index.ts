@@ -132,7 +132,7 @@ function readConfigFile(file: string): Record<string, unknown> {
     throw new ConfigError(`${file} is not valid JSON: ${(err as Error).message}`);
   }
   if (typeof fromFile !== 'object' || fromFile === null || Array.isArray(fromFile)) {
-    throw new ConfigError(`${file} must hold a JSON object of AUTH_* settings`);
+    throw new ConfigError(`${file} must hold a JSON object of settings (AUTH_* and OTEL_* variables)`);
   }
   for (const k of Object.keys(fromFile)) {
     if (!isConfigKey(k)) throw new ConfigError(`${file}: unknown setting ${k}`);

@@ -8,7 +8,12 @@ const SECRET_KEYS: ReadonlySet<string> = new Set<ConfigKey>([
   'AUTH_NEW_ENCRYPTION_KEY',
 ]);
 /** Settings that are URLs whose password is a secret. */
-const URL_KEYS: ReadonlySet<string> = new Set<ConfigKey>(['AUTH_POSTGRESQL_URL', 'AUTH_REDIS_URL']);
+const URL_KEYS: ReadonlySet<string> = new Set<ConfigKey>([
+  'AUTH_POSTGRESQL_URL',
+  'AUTH_REDIS_URL',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+]);
 
 const REDACTED = '[redacted]';
 

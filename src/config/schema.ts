@@ -146,6 +146,18 @@ export const configSchema = {
       default: false,
       description: 'Whether denies carry `context.reason`; off, a deny is exactly `{"decision":false}` (interop clients compare exact JSON).',
     },
+    // Traces (docs/operations.md §11): OpenTelemetry's own variables, so that a platform that sets them for every service sets them here too.
+    OTEL_EXPORTER_OTLP_ENDPOINT: {
+      type: 'string',
+      pattern: '^https?://',
+      description: 'OTLP/HTTP base URL of a trace collector; traces go to <it>/v1/traces. Unset (and no traces endpoint): no traces, nothing loaded for them.',
+    },
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+      type: 'string',
+      pattern: '^https?://',
+      description: 'The full OTLP/HTTP URL traces are sent to (wins over OTEL_EXPORTER_OTLP_ENDPOINT).',
+    },
+    OTEL_SERVICE_NAME: { type: 'string', minLength: 1, default: 'rbac-gateway', description: "The traces' service.name." },
   },
 } as const;
 

@@ -30,6 +30,7 @@ import { WorkflowAnswers, type WebhookRules } from './handle/workflow-answers.ts
 import { TokenAuthority } from '../crypto/tokens.ts';
 import { WebhookHosts } from '../workflow/allowed-hosts.ts';
 import { newWebhookSecret } from '../workflow/secrets.ts';
+import { NO_TRACER, type Tracer } from '../trace/index.ts';
 
 export type { Backend } from './backend.ts';
 export { API_SERIES } from './api/series.ts';
@@ -47,6 +48,8 @@ export interface HttpDeps {
   readonly metrics: RequestMetrics;
   /** The tokens revoked, kept up to date by the worker: verified tokens are looked up there. */
   readonly revoked: RevokedTokens;
+  /** Spans of the slow path's requests (traces off: {@link NO_TRACER}, the default). */
+  readonly tracer?: Tracer;
 }
 
 export interface HttpServer {
@@ -60,6 +63,7 @@ export interface HttpServer {
 /** Builds the app with every route of the contract on the chosen engine and starts listening. */
 export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const { config, cache, backend } = deps;
+  const tracer = deps.tracer ?? NO_TRACER;
   const reply = new Reply({
     cors: corsPolicy(config.AUTH_ALLOW_CORS, config.AUTH_CORS_ORIGINS),
     log: deps.log,
@@ -85,6 +89,7 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
   const secret = config.AUTH_JWT_SECRET_KEY;
   const previous = config.AUTH_JWT_PREVIOUS_SECRET_KEYS?.split(',').map((s) => s.trim()) ?? [];
   const tokens = secret === undefined ? undefined : new TokenAuthority(secret, previous);
+  const issuing = { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS };
   const credentials = new Credentials(tokens, (tenant) => cache.mayExist(tenant), deps.revoked);
   const prelude = new Prelude({
     credentials,
@@ -100,9 +105,9 @@ export async function startHttpServer(deps: HttpDeps): Promise<HttpServer> {
     credentials,
     body: new BodyReader(config.AUTH_MAX_BODY_BYTES),
     reply,
-    slow: new SlowPath(cache, backend, answers, reply, drain, { authority: tokens, defaultTtlSeconds: config.AUTH_JWT_TTL_SECONDS }, workflows, deps.log),
+    slow: new SlowPath(cache, backend, answers, reply, drain, issuing, workflows, deps.log, tracer),
   };
-  const api = new ApiHandler({ ...shared, answers, importBody: new BodyReader(config.AUTH_IMPORT_MAX_BYTES) });
+  const api = new ApiHandler({ ...shared, answers, importBody: new BodyReader(config.AUTH_IMPORT_MAX_BYTES), traced: tracer.enabled });
   const pdp = new Pdp(config.AUTH_AUTHZEN_SUBJECT_TYPES.split(','), config.AUTH_AUTHZEN_DENY_REASONS);
   const authzen = new AuthzenHandler({ ...shared, cache, drain, answers: new AuthzenAnswers(pdp, cursors, deps.metrics) });
   const app = deps.engine.createApp();

@@ -1,5 +1,6 @@
 import type { Logger } from '../log/index.ts';
 import type { BusMessage } from './messages.ts';
+import type { Tracer } from '../trace/index.ts';
 
 /**
  * The invalidation bus: how a worker tells every other holder of tenant graphs about the changes
@@ -35,4 +36,6 @@ export interface RedisBridgeOptions {
   /** The subscription went up or down. After it comes back up, messages may have been missed. */
   readonly onState: (subscribed: boolean) => void;
   readonly log: Logger;
+  /** With traces on, each message published and each one received is a span (`redis.publish`, `redis.receive`). */
+  readonly tracer: Tracer;
 }

@@ -44,6 +44,23 @@ function parseEnvelope(text: string): RedisEnvelope | undefined {
   return isEnvelope(parsed) ? parsed : undefined;
 }
 
+/** A message of the changes channel: another instance's change or revocation, handed to the primary's fan-out. */
+function received(o: RedisBridgeOptions, text: string): void {
+  const parsed = parseEnvelope(text);
+  if (parsed === undefined) {
+    o.log.warn('ignored a malformed message on the changes channel', { bytes: text.length });
+    return;
+  }
+  if (parsed.from === o.instance) return;
+  if ('revoked' in parsed) {
+    o.onChange({ v: 1, revoked: parsed.revoked, until: parsed.until, remote: true });
+    return;
+  }
+  const { tenant, revision, changes } = parsed;
+  const at = typeof parsed.at === 'number' && Number.isFinite(parsed.at) ? { at: parsed.at } : {};
+  o.onChange(changes === undefined ? { v: 1, tenant, revision, remote: true, ...at } : { v: 1, tenant, revision, changes, remote: true, ...at });
+}
+
 /** ioredis options of both connections: fail fast while Redis is away, reconnect with backoff. */
 const CONNECTION = {
   lazyConnect: false,
@@ -75,7 +92,7 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
   let lastError = '';
   const onError = (err: Error): void => {
     // ioredis retries on its own; log each distinct failure once, not every retry.
-    if (err.message !== lastError) o.log.warn('redis error', { error: err.message });
+    if (err.message !== lastError) o.log.warn('redis error', { err });
     lastError = err.message;
   };
   pub.on('error', onError);
@@ -84,32 +101,23 @@ export function redisBridge(o: RedisBridgeOptions): RedisBridge {
     lastError = '';
     sub.subscribe(CHANGES_CHANNEL).then(
       () => setState(true),
-      (err: unknown) => o.log.warn('redis subscribe failed', { error: String(err) }),
+      (err: unknown) => o.log.warn('redis subscribe failed', { err }),
     );
   });
   sub.on('close', () => setState(false));
   sub.on('message', (channel: string, text: string) => {
     if (channel !== CHANGES_CHANNEL) return;
-    const parsed = parseEnvelope(text);
-    if (parsed === undefined) {
-      o.log.warn('ignored a malformed message on the changes channel', { bytes: text.length });
-      return;
-    }
-    if (parsed.from === o.instance) return;
-    if ('revoked' in parsed) {
-      o.onChange({ v: 1, revoked: parsed.revoked, until: parsed.until, remote: true });
-      return;
-    }
-    const { tenant, revision, changes } = parsed;
-    const at = typeof parsed.at === 'number' && Number.isFinite(parsed.at) ? { at: parsed.at } : {};
-    o.onChange(changes === undefined ? { v: 1, tenant, revision, remote: true, ...at } : { v: 1, tenant, revision, changes, remote: true, ...at });
+    if (!o.tracer.enabled) return received(o, text);
+    const attributes = { 'messaging.system': 'redis', 'messaging.message.body.size': text.length };
+    void o.tracer.span('redis.receive', async () => received(o, text), { kind: 'consumer', attributes });
   });
-
   return {
     publish(msg) {
       if (pub.status !== 'ready') return;
-      const envelope: RedisEnvelope = { ...msg, from: o.instance };
-      pub.publish(CHANGES_CHANNEL, JSON.stringify(envelope)).catch(() => undefined);
+      const text = JSON.stringify({ ...msg, from: o.instance } satisfies RedisEnvelope);
+      if (!o.tracer.enabled) return void pub.publish(CHANGES_CHANNEL, text).catch(() => undefined);
+      const attributes = { 'messaging.system': 'redis', 'messaging.message.body.size': text.length };
+      void o.tracer.span('redis.publish', () => pub.publish(CHANGES_CHANNEL, text), { kind: 'producer', attributes }).catch(() => undefined);
     },
     get subscribed() {
       return subscribed;

@@ -65,6 +65,8 @@ export const LOG_EVENTS = {
   'scheduler.stop_late': 'workflow scheduler did not stop in time',
   'webhook.retrying': 'webhook delivery failed; retrying',
   'webhook.failed': 'webhook delivery failed; no retry left',
+  // Traces.
+  'trace.export_failed': 'traces not exported; spans dropped',
   // Metrics.
   'metrics.scrape_failed': 'metrics scrape failed',
   'metrics.snapshot_failed': 'metrics snapshot failed',

@@ -83,7 +83,7 @@ export function startMetricsServer(host: string, port: number, exposition: () =>
     exposition().then(
       (text) => res.writeHead(200, { 'Content-Type': Registry.PROMETHEUS_CONTENT_TYPE }).end(text),
       (err: unknown) => {
-        log.error('metrics scrape failed', { error: err instanceof Error ? err.message : String(err) });
+        log.error('metrics scrape failed', { err });
         res.writeHead(500, { 'Content-Type': 'text/plain' }).end('metrics unavailable\n');
       },
     );

@@ -6,6 +6,7 @@ import type { StoreMethod } from '../store/port.ts';
 import { planThreads, type StoreSettings } from '../store/settings.ts';
 import { storeFailure } from '../store/transient.ts';
 import { DelegatingStore } from '../store/wrappers/delegating.ts';
+import { NO_TRACER, type Tracer } from '../trace/index.ts';
 import type { SharedTask, Task, TaskReply } from './protocol.ts';
 
 /**
@@ -39,13 +40,20 @@ export class PooledStore extends DelegatingStore {
    * (a burst of many small clients' first requests, each far cheaper than its trip to a thread).
    */
   #held: HeldCall[] = [];
+  readonly #tracer: Tracer;
+  /** `db.system.name` of its spans. */
+  readonly #system: string;
 
   /**
    * `threads` is an upper bound: see {@link planThreads} for how PostgreSQL connections are shared.
-   * `onThreadError` hears of a thread that failed outside any task (piscina replaces it).
+   * `onThreadError` hears of a thread that failed outside any task (piscina replaces it). With
+   * traces on, each trip to a thread made inside a span (a traced request, hydration or delivery)
+   * is a span of its own, `db <method>`: the wait for a thread and the thread's work.
    */
-  constructor(settings: StoreSettings, threads: number, onThreadError: (err: unknown) => void = () => undefined) {
+  constructor(settings: StoreSettings, threads: number, onThreadError: (err: unknown) => void = () => undefined, tracer: Tracer = NO_TRACER) {
     super();
+    this.#tracer = tracer;
+    this.#system = settings.type;
     const plan = planThreads(settings, threads);
     this.#pool = new Piscina({
       // One task file per adapter, so a thread loads only its driver: the store factory inside
@@ -80,14 +88,29 @@ export class PooledStore extends DelegatingStore {
     return this.#runAlone({ method, args });
   }
 
+  /** `hop` in a span of the database call `method` (traces on only: off, callers make no closure). */
+  #dbSpan<T>(method: string, hop: () => Promise<T>): Promise<T> {
+    return this.#tracer.span(`db ${method}`, hop, {
+      kind: 'client',
+      childOnly: true,
+      attributes: { 'db.operation.name': method, 'db.system.name': this.#system },
+    });
+  }
+
   /** A hydration: a task of its own, or, while every connection is busy, a place in the next shared one. */
   override loadGraph(...args: StoreArgs<'loadGraph'>): Promise<StoreAnswer<'loadGraph'>> {
     const task: Task<'loadGraph'> = { method: 'loadGraph', args };
     if (this.#running < this.#connections) return this.#runAlone(task);
-    return new Promise((resolve, reject) => this.#held.push({ task, resolve, reject }));
+    const held = (): Promise<StoreAnswer<'loadGraph'>> => new Promise((resolve, reject) => this.#held.push({ task, resolve, reject }));
+    return this.#tracer.enabled ? this.#dbSpan('loadGraph', held) : held();
   }
 
-  async #runAlone<K extends StoreMethod>(task: Task<K>): Promise<StoreAnswer<K>> {
+  #runAlone<K extends StoreMethod>(task: Task<K>): Promise<StoreAnswer<K>> {
+    if (!this.#tracer.enabled) return this.#hop(task);
+    return this.#dbSpan(task.method, () => this.#hop(task));
+  }
+
+  async #hop<K extends StoreMethod>(task: Task<K>): Promise<StoreAnswer<K>> {
     let reply: TaskReply;
     this.#running++;
     try {

@@ -82,7 +82,7 @@ export class ChangeHub {
     if (p === undefined) return;
     for (const id of [...p.waiting]) {
       const w = this.#joined.get(id);
-      this.#log.warn('worker did not acknowledge a change in time; replacing it', { worker: id, pid: w?.process.pid, timeout_ms: this.#ackTimeoutMs });
+      this.#log.warn('worker did not acknowledge a change in time; replacing it', { worker: id, worker_pid: w?.process.pid, timeout_ms: this.#ackTimeoutMs });
       w?.process.kill('SIGKILL');
       this.leave(id);
     }

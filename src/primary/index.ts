@@ -10,6 +10,7 @@ import { PrimaryMetrics, startMetricsServer } from '../metrics/primary.ts';
 import { BUILD } from '../config/build.ts';
 import type { RunningScheduler } from './workflows.ts';
 import { ACK_TIMEOUT_MS } from '../ipc/timing.ts';
+import { startTracing } from '../trace/index.ts';
 
 /**
  * The primary: forks AUTH_WORKERS HTTP workers on one port, replaces a worker that dies (with
@@ -23,14 +24,15 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   log.info('starting', { name: BUILD.name, version: BUILD.version, node: process.version, engine: engine.name, config: redactedConfig(config) });
   log.info('http engine', { engine: engine.name, reason: engine.reason });
   engine.prepareCluster();
-  const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log, !config.AUTH_ENABLE_ENCRYPTION);
+  const tracer = await startTracing(config, log, 'primary');
+  const relay = await startRelay(config.AUTH_REDIS_URL, new ChangeHub(ACK_TIMEOUT_MS, log), log, !config.AUTH_ENABLE_ENCRYPTION, tracer);
   const scrape = new WorkerScrape();
   const metrics = new PrimaryMetrics({ version: BUILD.version, node: process.version, engine: engine.name });
   let scheduler: Promise<RunningScheduler> | undefined;
   // Loaded and started once the workers listen: its modules (the pool, the webhook sender) and
   // its store thread's start-up do not delay theirs.
   const listening = (): void => {
-    scheduler ??= import('./workflows.ts').then((m) => m.startWorkflowScheduler(config, log, metrics, (msgs) => relay.fromPrimary(msgs)));
+    scheduler ??= import('./workflows.ts').then((m) => m.startWorkflowScheduler(config, log, metrics, (msgs) => relay.fromPrimary(msgs), tracer));
   };
   const supervisor = new Supervisor(config, log, engine.name, relay, { scrape, restarted: () => metrics.restarted(), listening });
   if (!(await serveMetrics(config, log, metrics, scrape))) return 2;
@@ -46,8 +48,12 @@ export async function runPrimary(config: Config, log: Logger): Promise<number> {
   );
   const code = await supervisor.done;
   await stopScheduler(scheduler, log);
+  await tracer.close(TRACES_CLOSE_MS);
   return code;
 }
+
+/** How long the spans not sent yet may take to go at stop: a collector that does not answer must not hold the exit. */
+const TRACES_CLOSE_MS = 2_000;
 
 /** How long the workflow scheduler may take to stop once the workers are gone. */
 const SCHEDULER_STOP_MS = 5_000;

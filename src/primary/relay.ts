@@ -5,6 +5,7 @@ import type { Logger } from '../log/index.ts';
 import type { ChangeHub } from './hub.ts';
 import type { ToPrimary } from '../ipc/protocol.ts';
 import { isRevocation, type BusMessage, type ChangeMessage } from '../invalidation/messages.ts';
+import type { Tracer } from '../trace/index.ts';
 
 /** The workers' change traffic: their IPC fan-out (the hub) and, when configured, the other instances (Redis). */
 export class ChangeRelay {
@@ -77,12 +78,13 @@ export class ChangeRelay {
 }
 
 /** The relay of this instance, bridged through Redis to the other instances when `redisUrl` is set. */
-export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, log: Logger, namesOverRedis: boolean): Promise<ChangeRelay> {
+export async function startRelay(redisUrl: string | undefined, hub: ChangeHub, log: Logger, namesOverRedis: boolean, tracer: Tracer): Promise<ChangeRelay> {
   if (redisUrl === undefined) return new ChangeRelay(hub, undefined);
   const redis = await startRedisBridge({
     url: redisUrl,
     instance: randomUUID(),
     log,
+    tracer,
     onChange: (msg) => hub.change(undefined, 0, [msg]),
     onState: (subscribed) => hub.broadcast({ t: 'redis', subscribed }),
   });

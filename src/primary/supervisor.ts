@@ -135,7 +135,7 @@ export class Supervisor {
    */
   fatal(message: string, settings = false): void {
     if (this.#phase === 'stopping') return;
-    this.#log.error('worker cannot start; stopping the service', { error: message });
+    this.#log.error('worker cannot start; stopping the service', { err: message });
     process.stderr.write(`rbac-gateway: cannot start: ${message}\n`);
     this.stop(settings ? 2 : 1);
   }
@@ -146,7 +146,7 @@ export class Supervisor {
     this.#live.set(w.id, { worker: w, startedAt: this.#clock.now() });
     // A message sent to a worker that just died fails with EPIPE, emitted as 'error' on the
     // worker: unheard, it would take the primary (and so every worker) down. Its 'exit' follows.
-    w.on('error', (err: NodeJS.ErrnoException) => this.#log.debug('message to a worker failed', { worker: w.id, error: err.code ?? err.message }));
+    w.on('error', (err: NodeJS.ErrnoException) => this.#log.debug('message to a worker failed', { worker: w.id, err }));
     w.on('message', (m: unknown) => {
       if (isToPrimary(m)) this.#heard(w, m);
     });
@@ -160,7 +160,7 @@ export class Supervisor {
     // At start-up a worker that cannot start means the service cannot: stop. Later, a
     // replacement that cannot start (the database is down) is retried with backoff.
     if (this.#phase === 'starting') this.fatal(m.message, m.settings === true);
-    else this.#log.error('replacement worker cannot start; retrying', { worker: w.id, error: m.message });
+    else this.#log.error('replacement worker cannot start; retrying', { worker: w.id, err: m.message });
   }
 
   /** Logs 'listening' once, when the last of the first workers listens. */
@@ -184,14 +184,21 @@ export class Supervisor {
     if (this.#drainTimer !== undefined) {
       // The instance is going away: a worker that stopped (signalled itself) is not replaced.
       if (code === 0) this.#log.debug('worker stopped while draining', { worker: w.id });
-      else this.#log.warn('worker exited while draining; not replaced', { worker: w.id, pid: w.process.pid, code, signal });
+      else this.#log.warn('worker exited while draining; not replaced', { worker: w.id, worker_pid: w.process.pid, code, signal });
       if (this.#live.size === 0) this.stop(0);
       return;
     }
     this.#restarts++;
     this.#hooks.restarted();
     this.#backoffMs = lived > STABLE_MS ? 0 : Math.min(MAX_BACKOFF_MS, Math.max(100, this.#backoffMs * 2));
-    this.#log.warn('worker exited; replacing it', { worker: w.id, pid: w.process.pid, code, signal, restarts: this.#restarts, backoff_ms: this.#backoffMs });
+    this.#log.warn('worker exited; replacing it', {
+      worker: w.id,
+      worker_pid: w.process.pid,
+      code,
+      signal,
+      restarts: this.#restarts,
+      backoff_ms: this.#backoffMs,
+    });
     this.#clock.setTimeout(() => {
       if (this.#phase !== 'stopping' && this.#drainTimer === undefined) this.#fork();
     }, this.#backoffMs);

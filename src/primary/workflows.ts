@@ -11,6 +11,7 @@ import { Scheduler } from '../workflow/scheduler.ts';
 import type { ChangeMessage } from '../invalidation/messages.ts';
 import { newWebhookId } from '../workflow/secrets.ts';
 import { afterAttempt, deliverOnce, webhookBody } from '../workflow/webhook.ts';
+import type { Tracer } from '../trace/index.ts';
 
 /** How often the leader looks for due runs: the first run of a new schedule comes within this (and a lease renewal). */
 const TICK_MS = 250;
@@ -31,15 +32,17 @@ export function startWorkflowScheduler(
   log: Logger,
   metrics: PrimaryMetrics,
   publish: (msgs: readonly ChangeMessage[]) => void,
+  tracer: Tracer,
   clock: Clock = systemClock,
 ): RunningScheduler {
-  const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { error: String(err) }));
+  const store = new PooledStore(schedulerSettings(config), 1, (err) => log.warn('workflow store thread failed; replaced', { err }), tracer);
   const hosts = WebhookHosts.parse(config.AUTH_WEBHOOK_ALLOWED_HOSTS);
   const scheduler = new Scheduler({
     store,
     deliver: async (job) => {
       const target = { url: job.webhookUrl, secret: job.webhookSecret, webhookId: job.webhookId, body: webhookBody(job.run) };
-      const result = await deliverOnce(target, hosts);
+      // A span per attempt (traces on): the receiver's answer or the reason, never the URL (it may hold a secret).
+      const result = await tracer.span('webhook.deliver', () => deliverOnce(target, hosts), { kind: 'client', attributes: { 'rbac.run': job.run.id } });
       const update = afterAttempt(job, result, clock.now());
       // The reason names no URL, secret or client data: an error code or the receiver's status.
       if (update.status === 'failed') log.warn('webhook delivery failed; no retry left', { run: job.run.id, attempts: update.attempts, reason: result.reason });

@@ -1,4 +1,4 @@
-import { TenantCache, type CacheEvents } from '../cache/index.ts';
+import { TenantCache, type CacheEvents, type GraphLoader } from '../cache/index.ts';
 import { loadClientIndex, startRevalidation } from '../cache/revalidation.ts';
 import { WorkerMetrics } from '../metrics/worker.ts';
 import { NO_REQUEST_METRICS } from '../metrics/requests.ts';
@@ -20,6 +20,7 @@ import { FanOut } from './fan-out.ts';
 import type { Stoppable } from './lifecycle.ts';
 import { applyChangesFrom, changelogReplay, measuredReplay } from './remote-changes.ts';
 import { Revocations } from './revocations.ts';
+import { NO_TRACER, type Tracer } from '../trace/index.ts';
 
 /** Threads per worker process: hydrations read in parallel; SQLite serialises writes anyway. */
 const POOL_THREADS = 2;
@@ -30,6 +31,8 @@ const POOL_THREADS = 2;
 const FAN_OUT_SLOTS = 1;
 /** Writes per batch at most: one SQLite transaction holds the write lock only briefly. */
 const MAX_WRITE_BATCH = 256;
+/** How long the spans not sent yet may take to go at stop: a collector that does not answer must not hold the stop. */
+const TRACES_CLOSE_MS = 2_000;
 
 export interface RunningWorker extends Stoppable {
   readonly port: number;
@@ -44,13 +47,23 @@ export interface StartedWorker extends RunningWorker {
 
 export type { RedisStatus } from './backend.ts';
 
-/** Composition root of an HTTP worker: config → store → pool → cache → bus → metrics → http. */
-export async function startWorker(config: Config, log: Logger, bus: Bus, redis: RedisStatus = { state: 'off' }): Promise<StartedWorker> {
+/** What a worker is handed besides its settings: Redis's state as the primary reports it, the tracer (traces on). */
+export interface WorkerInputs {
+  readonly redis?: RedisStatus;
+  readonly tracer?: Tracer;
+}
+
+/**
+ * Composition root of an HTTP worker: config → store → pool → cache → bus → metrics → http.
+ * The tracer goes to the slow path, the write pipeline, hydrations and the pool.
+ */
+export async function startWorker(config: Config, log: Logger, bus: Bus, inputs: WorkerInputs = {}): Promise<StartedWorker> {
+  const { redis = { state: 'off' }, tracer = NO_TRACER } = inputs;
   let metrics: WorkerMetrics | undefined;
-  const { pooled, store } = openResilientStore(config, log, () => metrics?.retried());
+  const { pooled, store } = openResilientStore(config, log, () => metrics?.retried(), tracer);
   try {
     const cache = new TenantCache(
-      (tenant) => store.loadGraph(tenant),
+      hydration(store, tracer),
       config.AUTH_CACHE_MAX_MB * 1024 * 1024,
       undefined,
       cacheEvents(() => metrics),
@@ -59,11 +72,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
     const replay = changelogReplay(store);
     // Writes, schedule changes included, committed in batches on the pool's write slots, then fanned out.
     const fanOut = new FanOut(cache, bus, replay);
-    const pipeline = new WritePipeline(store, fanOut, {
-      commitSlots: pooled.writeSlots,
-      fanOutSlots: FAN_OUT_SLOTS,
-      maxBatch: MAX_WRITE_BATCH,
-    });
+    const pipeline = new WritePipeline(store, fanOut, { commitSlots: pooled.writeSlots, fanOutSlots: FAN_OUT_SLOTS, maxBatch: MAX_WRITE_BATCH }, tracer);
     const revoked = new RevokedTokens();
     const revocations = new Revocations(store, bus, revoked, log);
     applyChangesFrom(bus, cache, replay, metrics, (msg) => revocations.received(msg));
@@ -86,6 +95,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
       cursorSecret: await store.cursorSecret(),
       metrics: metrics?.requests ?? NO_REQUEST_METRICS,
       revoked,
+      tracer,
     });
     return {
       port: server.port,
@@ -100,6 +110,7 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
         await trail.close();
         await bus.close();
         await store.close();
+        await tracer.close(TRACES_CLOSE_MS);
       },
     };
   } catch (err) {
@@ -109,8 +120,8 @@ export async function startWorker(config: Config, log: Logger, bus: Bus, redis: 
 }
 
 /** The store as the worker uses it: the pool's threads, behind retries and a circuit breaker. */
-function openResilientStore(config: Config, log: Logger, retried: () => void): { pooled: PooledStore; store: ResilientStore } {
-  const pooled = new PooledStore(storeSettings(config), POOL_THREADS, (err) => log.warn('store thread failed; replaced', { error: String(err) }));
+function openResilientStore(config: Config, log: Logger, retried: () => void, tracer: Tracer): { pooled: PooledStore; store: ResilientStore } {
+  const pooled = new PooledStore(storeSettings(config), POOL_THREADS, (err) => log.warn('store thread failed; replaced', { err }), tracer);
   const breaker = new CircuitBreaker({
     threshold: config.AUTH_DB_BREAKER_THRESHOLD,
     cooldownMs: config.AUTH_DB_BREAKER_COOLDOWN_MS,
@@ -120,6 +131,12 @@ function openResilientStore(config: Config, log: Logger, retried: () => void): {
     },
   });
   return { pooled, store: new ResilientStore(pooled, breaker, retryPolicy(config.AUTH_DB_RETRY_ATTEMPTS), retried) };
+}
+
+/** How the cache reads a tenant's graph: from the store, in a span `cache.hydrate` with traces on (the database call its child). */
+function hydration(store: ResilientStore, tracer: Tracer): GraphLoader {
+  if (!tracer.enabled) return (tenant) => store.loadGraph(tenant);
+  return (tenant) => tracer.span('cache.hydrate', () => store.loadGraph(tenant));
 }
 
 /** The cache's events, recorded once the metrics exist (AUTH_METRICS_PORT 0: never). */

@@ -5,6 +5,7 @@ import { startWorker, type RedisStatus, type StartedWorker } from './compose.ts'
 import { listenToPrimary, tell } from './ipc.ts';
 import { WorkerLifecycle } from './lifecycle.ts';
 import { reportMetrics } from './metrics.ts';
+import { startTracing } from '../trace/index.ts';
 
 /**
  * A worker process under the primary: joins the change fan-out before anything can be cached,
@@ -35,7 +36,7 @@ export async function runWorkerProcess(config: Config, log: Logger): Promise<voi
   lifecycle.listenToSignals();
   await bus.join();
   try {
-    started = await startWorker(config, log, bus, redis);
+    started = await startWorker(config, log, bus, { redis, tracer: await startTracing(config, log, 'worker') });
   } catch (err) {
     return lifecycle.failed(err);
   }

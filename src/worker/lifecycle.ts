@@ -71,7 +71,7 @@ export class WorkerLifecycle {
   failed(err: unknown): void {
     const message = err instanceof Error ? err.message : String(err);
     tell({ t: 'fatal', message, settings: err instanceof AppError && err.code === 'ERR_STORE_ENCRYPTION_MISMATCH' });
-    this.#log.error('worker cannot start', { error: message });
+    this.#log.error('worker cannot start', { err });
     setTimeout(() => process.exit(1), 100);
   }
 
@@ -93,7 +93,7 @@ export class WorkerLifecycle {
     worker.stop(SHUTDOWN_GRACE_MS).then(
       () => process.exit(0),
       (err: unknown) => {
-        this.#log.error('worker stop failed', { error: String(err) });
+        this.#log.error('worker stop failed', { err });
         process.exit(1);
       },
     );

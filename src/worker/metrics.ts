@@ -42,6 +42,6 @@ export function reportMetrics(id: number, metrics: WorkerMetrics | undefined, lo
   if (metrics === undefined) return;
   metrics.snapshot().then(
     (snapshot) => tell({ t: 'metrics', id, snapshot }),
-    (err: unknown) => log.warn('metrics snapshot failed', { error: err instanceof Error ? err.message : String(err) }),
+    (err: unknown) => log.warn('metrics snapshot failed', { err }),
   );
 }

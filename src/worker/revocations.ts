@@ -54,7 +54,7 @@ export class Revocations {
   /** Starts the backstop (every `periodMs`) and the hourly pruning; background work that keeps nothing alive. */
   start(periodMs: number): void {
     const backstop = setInterval(() => {
-      this.load().catch((err: unknown) => this.#log.debug('reading the revoked tokens failed', { error: errorText(err) }));
+      this.load().catch((err: unknown) => this.#log.debug('reading the revoked tokens failed', { err }));
     }, periodMs);
     const prune = setInterval(() => void this.#prune(), PRUNE_PERIOD_MS);
     backstop.unref();
@@ -70,9 +70,7 @@ export class Revocations {
     try {
       while ((await this.#store.pruneTokens(Date.now(), PRUNE_BATCH)) === PRUNE_BATCH);
     } catch (err) {
-      this.#log.warn('deleting expired tokens failed; trying again later', { error: errorText(err) });
+      this.#log.warn('deleting expired tokens failed; trying again later', { err });
     }
   }
 }
-
-const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));

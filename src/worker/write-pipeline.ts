@@ -3,6 +3,7 @@ import { fromWire } from '../errors/index.ts';
 import type { TenantId } from '../authz/tenant.ts';
 import type { PendingWrite, ScheduleInput, WorkflowStore, WriteSettled } from '../store/port.ts';
 import type { AuditOfWrite, AuditRecord } from '../audit/record.ts';
+import { NO_TRACER, type TraceContext, type Tracer } from '../trace/index.ts';
 
 /**
  * A settled write on its way to the other workers: committed, or refused. A refusal changes
@@ -58,6 +59,8 @@ interface QueuedWrite extends PendingWrite {
   readonly kind: 'write';
   /** Attempts made to commit it so far. */
   attempts: number;
+  /** Where its request's span was (traces on): its batch's spans are children of its first write's. */
+  readonly trace: TraceContext | undefined;
   readonly resolve: (outcome: WriteOutcome) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -72,6 +75,7 @@ interface QueuedSchedule {
 type Queued = QueuedWrite | QueuedSchedule;
 
 interface Committing extends CommittedWrite {
+  readonly trace: TraceContext | undefined;
   readonly resolve: (outcome: WriteOutcome) => void;
   readonly reject: (err: unknown) => void;
 }
@@ -147,9 +151,12 @@ export class WritePipeline {
   readonly #committing = new Map<TenantId, number>();
   /** Writes waiting out a retry's backoff. */
   #retrying = 0;
+  readonly #tracer: Tracer;
 
-  constructor(store: CommitStore, fanOut: FanOutStage, limits: PipelineLimits) {
+  /** With traces on, each batch's commit and fan-out is a span (`write.commit`, `write.fan_out`). */
+  constructor(store: CommitStore, fanOut: FanOutStage, limits: PipelineLimits, tracer: Tracer = NO_TRACER) {
     this.#store = store;
+    this.#tracer = tracer;
     this.#fanOutStage = fanOut;
     this.#commit = new CoalescingStage(
       limits.commitSlots,
@@ -169,7 +176,9 @@ export class WritePipeline {
    * them (or with the refusal).
    */
   write(tenant: TenantId, changes: readonly Change[], audit?: AuditOfWrite, ifMatch?: number): Promise<WriteOutcome> {
-    return new Promise((resolve, reject) => this.#commit.push({ kind: 'write', tenant, changes, ifMatch, audit, attempts: 0, resolve, reject }));
+    return new Promise((resolve, reject) =>
+      this.#commit.push({ kind: 'write', tenant, changes, ifMatch, audit, attempts: 0, trace: this.#tracer.active(), resolve, reject }),
+    );
   }
 
   /** Creates or replaces a schedule with its audit row (see WorkflowStore.putSchedule), in its tenant's turn. */
@@ -191,10 +200,11 @@ export class WritePipeline {
   }
 
   #scheduleChange<T>(tenant: TenantId, commit: () => Promise<T>): Promise<T> {
+    const trace = this.#tracer.active();
     return new Promise((resolve, reject) => {
       const run = async (): Promise<void> => {
         try {
-          resolve(await commit());
+          resolve(await this.#tracer.within(trace, commit));
         } catch (err) {
           reject(err);
         }
@@ -263,8 +273,9 @@ export class WritePipeline {
   async #commitWrites(batch: QueuedWrite[]): Promise<void> {
     for (const w of batch) w.attempts++;
     let settled: WriteSettled[];
+    const pending = batch.map(({ tenant, changes, ifMatch, audit }) => ({ tenant, changes, ifMatch, audit }));
     try {
-      settled = await this.#store.writeMany(batch.map(({ tenant, changes, ifMatch, audit }) => ({ tenant, changes, ifMatch, audit })));
+      settled = await (this.#tracer.enabled ? this.#batchSpan('write.commit', batch, () => this.#store.writeMany(pending)) : this.#store.writeMany(pending));
     } catch (err) {
       // The whole batch failed: each write is tried again or rejected with that failure.
       return this.#retryLater(batch.filter((w) => this.#settle(w, err)));
@@ -287,7 +298,7 @@ export class WritePipeline {
     }
     if (!settled.ok) return this.#settle(w, fromWire(settled.error));
     // A refusal goes through the fan-out too, so that every worker is at its revision first.
-    committed.push({ tenant: w.tenant, outcome: settled.value, resolve: w.resolve, reject: w.reject });
+    committed.push({ tenant: w.tenant, outcome: settled.value, trace: w.trace, resolve: w.resolve, reject: w.reject });
     return false;
   }
 
@@ -314,9 +325,14 @@ export class WritePipeline {
     });
   }
 
+  /** `work` in a span named `name`, in the trace of the batch's first write (traces on only). */
+  #batchSpan<T>(name: string, batch: ReadonlyArray<{ readonly trace: TraceContext | undefined }>, work: () => Promise<T>): Promise<T> {
+    return this.#tracer.within(batch[0]?.trace, () => this.#tracer.span(name, work, { attributes: { 'rbac.batch.writes': batch.length } }));
+  }
+
   async #fanOutBatch(batch: Committing[]): Promise<void> {
     try {
-      await this.#fanOutStage.fanOut(batch);
+      await (this.#tracer.enabled ? this.#batchSpan('write.fan_out', batch, () => this.#fanOutStage.fanOut(batch)) : this.#fanOutStage.fanOut(batch));
       for (const c of batch) c.resolve(c.outcome);
     } catch (err) {
       for (const c of batch) c.reject(err);

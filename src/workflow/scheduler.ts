@@ -111,12 +111,12 @@ export class Scheduler {
     try {
       const held = await this.#o.store.takeLease(this.#o.owner, this.#o.clock.now(), this.#o.leaseMs);
       if (!this.#stopped) this.#setLeader(held);
-      this.#problem('');
+      this.#problem(undefined);
     } catch (err) {
       if (this.#stopped) return; // the store closed under a renewal in flight: nothing to report
       // Unsure whether the lease is still ours: stop leading; the per-run check keeps runs single anyway.
       this.#setLeader(false);
-      this.#problem(describe(err), 'workflow scheduler cannot reach the database');
+      this.#problem(err, 'workflow scheduler cannot reach the database');
     }
   }
 
@@ -136,9 +136,9 @@ export class Scheduler {
         await this.#run(d);
       }
       await this.#startDeliveries();
-      this.#problem('');
+      this.#problem(undefined);
     } catch (err) {
-      this.#problem(describe(err), 'workflow scheduler tick failed');
+      this.#problem(err, 'workflow scheduler tick failed');
     }
   }
 
@@ -185,15 +185,16 @@ export class Scheduler {
       await this.#o.store.recordDelivery(update);
       this.#o.events.delivered(update);
     } catch (err) {
-      this.#problem(describe(err), 'workflow delivery outcome not recorded');
+      this.#problem(err, 'workflow delivery outcome not recorded');
     }
   }
 
-  /** Logs a problem once until it changes or clears, so a database outage is one line, not four a second. */
-  #problem(why: string, message?: LogMessage): void {
+  /** Logs a problem (undefined: none) once until it changes or clears, so a database outage is one line, not four a second. */
+  #problem(err: unknown, message?: LogMessage): void {
+    const why = err === undefined ? '' : describe(err);
     if (why === this.#lastProblem) return;
     this.#lastProblem = why;
-    if (why !== '' && message !== undefined) this.#o.log.warn(message, { error: why });
+    if (why !== '' && message !== undefined) this.#o.log.warn(message, { err });
   }
 }
 

@@ -36,7 +36,7 @@ function serverLog(server: RunningServer): string {
   const lines = server
     .output()
     .split('\n')
-    .filter((l) => /"level":"(warn|error)"/.test(l) || (l.trim() !== '' && !l.startsWith('{')));
+    .filter((l) => /"level":(40|50)[,}]/.test(l) || (l.trim() !== '' && !l.startsWith('{')));
   return lines.length === 0 ? '(no warnings or errors in the server log)' : `server log:\n${lines.slice(-15).join('\n')}`;
 }
 

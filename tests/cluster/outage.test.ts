@@ -54,7 +54,7 @@ test(
       server
         .output()
         .split('\n')
-        .filter((l) => /"level":"(warn|error)"/.test(l))
+        .filter((l) => /"level":(40|50)[,}]/.test(l))
         .slice(-15)
         .join('\n');
     const key = randomUUID();

@@ -152,7 +152,9 @@ test('3. SIGKILL of one worker under write load: replaced, nothing acknowledged 
         const ackedAtKill = acknowledged();
         process.kill(victim as number, 'SIGKILL');
         await waitUntil('250 writes acknowledged after the kill, and the primary replacing the worker', () =>
-          acknowledged() >= ackedAtKill + 250 && logLines(server).some((l) => l.event === 'primary.worker_replaced' && l.pid === victim) ? true : undefined,
+          acknowledged() >= ackedAtKill + 250 && logLines(server).some((l) => l.event === 'primary.worker_replaced' && l.worker_pid === victim)
+            ? true
+            : undefined,
         );
       } finally {
         loadEnd = Date.now();
@@ -166,7 +168,7 @@ test('3. SIGKILL of one worker under write load: replaced, nothing acknowledged 
 
     // The primary replaced the worker.
     const exitLine = await waitUntil(`the primary to log that worker ${victim} exited and is replaced`, () =>
-      logLines(server).find((l) => l.event === 'primary.worker_replaced' && l.pid === victim),
+      logLines(server).find((l) => l.event === 'primary.worker_replaced' && l.worker_pid === victim),
     );
     assert.ok(typeof exitLine.restarts === 'number' && exitLine.restarts >= 1, `restart count logged: ${JSON.stringify(exitLine)}`);
     t.diagnostic(JSON.stringify(exitLine));
@@ -273,10 +275,10 @@ test('5. a SIGSTOPped worker is replaced within the ack timeout; the write compl
     assert.ok(written !== undefined, `the write completed: ${attempts.join('; ')}\n${logsAbout(server, victim)}`);
 
     const laggard = await waitUntil(`a log line that worker ${victim} did not acknowledge in time`, () =>
-      logLines(server).find((l) => l.event === 'primary.ack_timeout' && l.pid === victim),
+      logLines(server).find((l) => l.event === 'primary.ack_timeout' && l.worker_pid === victim),
     );
     const exitLine = await waitUntil(`the primary to log that worker ${victim} exited and is replaced`, () =>
-      logLines(server).find((l) => l.event === 'primary.worker_replaced' && l.pid === victim),
+      logLines(server).find((l) => l.event === 'primary.worker_replaced' && l.worker_pid === victim),
     );
     t.diagnostic(`${JSON.stringify(laggard)}\n${JSON.stringify(exitLine)}`);
     assert.equal(exitLine.signal, 'SIGKILL', 'the stalled worker was SIGKILLed');

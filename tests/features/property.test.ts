@@ -395,7 +395,7 @@ async function runSeed(seed: number, diagnostic: (msg: string) => void): Promise
     const warnings = server
       .output()
       .split('\n')
-      .filter((l) => /"level":"(warn|error)"/.test(l))
+      .filter((l) => /"level":(40|50)[,}]/.test(l))
       .slice(-10);
     const message = [
       `property failure, replay with PROPERTY_SEED=${seed}`,

@@ -31,7 +31,10 @@ export async function start(workers: number, sqlitePath?: string): Promise<Runni
 export interface LogLine {
   readonly msg?: unknown;
   readonly event?: unknown;
+  readonly level?: unknown;
   readonly pid?: unknown;
+  /** A worker's pid, on the primary's lines about it (`pid` is always the writer's). */
+  readonly worker_pid?: unknown;
   readonly role?: unknown;
   readonly restarts?: unknown;
   readonly signal?: unknown;
@@ -65,13 +68,13 @@ export function warnings(server: RunningServer): string {
   const lines = server
     .output()
     .split('\n')
-    .filter((l) => /"level":"(warn|error)"/.test(l) || (l.length > 0 && !l.startsWith('{')));
+    .filter((l) => /"level":(40|50)[,}]/.test(l) || (l.length > 0 && !l.startsWith('{')));
   return lines.length === 0 ? '(no warnings in the log)' : lines.slice(0, 20).join('\n');
 }
 
 export function logsAbout(server: RunningServer, pid: number): string {
   return logLines(server)
-    .filter((l) => l.pid === pid || l.level === 'warn' || l.level === 'error')
+    .filter((l) => l.pid === pid || l.worker_pid === pid || (typeof l.level === 'number' && l.level >= 40))
     .map((l) => JSON.stringify(l))
     .join('\n');
 }

@@ -249,7 +249,7 @@ for (const engine of ENGINES) {
       const ping = await rawRequest({ port: server.port, path: '/ping' });
       assert.equal(ping.status, 200);
       assert.deepEqual(await snapshot(server, seeded), before_, 'the seeded client changed');
-      assert.doesNotMatch(server.output(), /"level":"(error|fatal)"/, 'the server logged an error');
+      assert.doesNotMatch(server.output(), /"level":(50|60)[,}]/, 'the server logged an error');
     });
   });
 }

@@ -32,17 +32,18 @@ const ALLOW: Readonly<Record<string, readonly string[]>> = {
   config: ['workflow'], // the webhook-host rule only (NARROW): checked at start-up as the webhooks are
   crypto: ['authz'], // the tenant id's shape, for a token's subject
   errors: [],
-  http: ['audit', 'authz', 'authzen', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time', 'workflow'], // never store: reads via cache
-  invalidation: ['authz', 'log'],
+  http: ['audit', 'authz', 'authzen', 'cache', 'config', 'crypto', 'errors', 'log', 'metrics', 'time', 'trace', 'workflow'], // never store: reads via cache
+  invalidation: ['authz', 'log', 'trace'],
   log: [],
   metrics: ['log'],
-  pool: ['crypto', 'errors', 'log', 'store'], // the thread hop names no domain type: tasks are store methods by name
+  pool: ['crypto', 'errors', 'log', 'store', 'trace'], // the thread hop names no domain type: tasks are store methods by name
   ipc: ['invalidation', 'metrics'], // the primary ↔ worker messages, owned by neither side: see NARROW
-  primary: ['config', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'time', 'workflow'], // pool, store: the scheduler's own store; time: its clock
+  primary: ['config', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'time', 'trace', 'workflow'], // pool, store: the scheduler's own store; time: its clock
   store: ['audit', 'authz', 'config', 'crypto', 'errors', 'time', 'workflow'],
   time: [],
+  trace: ['config', 'log'], // the tracer port, and OpenTelemetry behind it (loaded only when traces are on); log: span ids on log lines
   workflow: ['audit', 'authz', 'log', 'time'], // time: the scheduler runs on an injected clock
-  worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store'],
+  worker: ['audit', 'authz', 'cache', 'config', 'errors', 'http', 'invalidation', 'ipc', 'log', 'metrics', 'pool', 'store', 'trace'],
 };
 
 /**
@@ -67,6 +68,14 @@ const DRIVERS: Readonly<Record<string, string>> = {
   'prom-client': 'metrics/',
   jose: 'crypto/',
   standardwebhooks: 'workflow/webhook.ts',
+  // OpenTelemetry: one file, loaded by a dynamic import only when traces are on (RESTRICTED below).
+  '@opentelemetry/api': 'trace/otel.ts',
+  '@opentelemetry/core': 'trace/otel.ts',
+  '@opentelemetry/exporter-trace-otlp-http': 'trace/otel.ts',
+  '@opentelemetry/resources': 'trace/otel.ts',
+  '@opentelemetry/sdk-trace-base': 'trace/otel.ts',
+  '@opentelemetry/sdk-trace-node': 'trace/otel.ts',
+  '@opentelemetry/semantic-conventions': 'trace/otel.ts',
 };
 
 /** Folders with no I/O, or run in a browser: no Node.js built-in, with or without the node: prefix. */
@@ -83,6 +92,7 @@ const RESTRICTED: ReadonlyArray<{ readonly target: string; readonly from: readon
   { target: 'store/postgres/', from: ['store/index.ts', 'pool/tasks/postgres-task.ts'] },
   { target: 'invalidation/ipc.ts', from: ['invalidation/index.ts'] },
   { target: 'invalidation/redis.ts', from: ['invalidation/index.ts'] },
+  { target: 'trace/otel.ts', from: ['trace/index.ts'] },
 ];
 
 type Target =

@@ -32,6 +32,8 @@ export interface ApiParts {
   readonly answers: Answers;
   readonly reply: Reply;
   readonly slow: SlowPath;
+  /** Traces on: a request that goes to the slow path hands it its `traceparent` header. */
+  readonly traced: boolean;
 }
 
 /** What depends on the route alone, decided once. */
@@ -114,7 +116,7 @@ export class ApiHandler {
       }
       return;
     }
-    this.#p.slow.start(t, route, p, query, failure, body, principal);
+    this.#p.slow.start(t, route, p, query, failure, body, principal, this.#p.traced ? req.getHeader('traceparent') : undefined);
   }
 
   /** Starts reading the route's body, if it takes one: JSON checked against its schema, or an import's NDJSON. */

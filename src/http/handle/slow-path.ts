@@ -17,6 +17,7 @@ import type { TenantId } from '../../authz/tenant.ts';
 import type { TokenAuthority, TokenScope } from '../../crypto/tokens.ts';
 import type { Principal } from '../input/credentials.ts';
 import { formatInstant } from '../../time/instant.ts';
+import type { SpanStart, Tracer } from '../../trace/index.ts';
 
 /** How tokens are issued: the signer (none without AUTH_JWT_SECRET_KEY) and the default lifetime. */
 export interface TokenIssuing {
@@ -40,6 +41,7 @@ export class SlowPath {
   readonly #tokens: TokenIssuing;
   readonly #workflows: WorkflowAnswers;
   readonly #data: DataAnswers;
+  readonly #tracer: Tracer;
 
   constructor(
     cache: TenantCache,
@@ -50,7 +52,9 @@ export class SlowPath {
     tokens: TokenIssuing,
     workflows: WorkflowAnswers,
     log: Logger,
+    tracer: Tracer,
   ) {
+    this.#tracer = tracer;
     this.#data = new DataAnswers(backend, answers, reply, log, (t, revision) => this.graphAtLeast(t, revision));
     this.#cache = cache;
     this.#backend = backend;
@@ -61,7 +65,11 @@ export class SlowPath {
     this.#workflows = workflows;
   }
 
-  /** Takes over a request from its handler: call during the handler's synchronous part (onAborted must be set there). */
+  /**
+   * Takes over a request from its handler: call during the handler's synchronous part (onAborted
+   * must be set there). With traces on, the request is a span, child of the caller's when its
+   * `traceparent` header is given: everything the answer does is traced inside it.
+   */
   start(
     t: TenantTarget,
     route: Route,
@@ -70,11 +78,20 @@ export class SlowPath {
     failure: AppError | undefined,
     body: Promise<BodyResult> | undefined,
     principal: Principal,
+    traceparent?: string,
   ): void {
     t.res.onAborted(() => {
       t.aborted = true;
     });
-    this.#drain.track(this.#answer(t, route, p, query, failure, body, principal).catch((err: unknown) => this.#failed(t, err)));
+    if (!this.#tracer.enabled)
+      return this.#drain.track(this.#answer(t, route, p, query, failure, body, principal).catch((err: unknown) => this.#failed(t, err)));
+    // A failure is answered inside the span (its log line names the trace), then marks the span failed.
+    const traced = (): Promise<void> =>
+      this.#answer(t, route, p, query, failure, body, principal).catch((err: unknown) => {
+        this.#failed(t, err);
+        throw err;
+      });
+    this.#drain.track(this.#tracer.span(`${route.method} ${route.path}`, traced, requestSpan(route, traceparent)).catch(() => undefined));
   }
 
   async #answer(
@@ -191,9 +208,12 @@ export class SlowPath {
     const authority = this.#tokens.authority;
     if (authority === undefined) return corked(t, () => this.#reply.error(t, appError('ERR_AUTH_TOKENS_OFF'), this.#revisionOr(t, g)));
     const asked = (value ?? {}) as { scope?: TokenScope; ttl_seconds?: number };
-    const issued = await authority.issue(principal.tenant, asked.scope ?? 'write', asked.ttl_seconds ?? this.#tokens.defaultTtlSeconds);
-    // Recorded before it is handed out, so that it can be revoked from its first use on.
-    await this.#backend.recordToken(principal.tenant, issued.jti, issued.expiresAtMs);
+    const issued = await this.#tracer.span('token.issue', async () => {
+      const signed = await authority.issue(principal.tenant, asked.scope ?? 'write', asked.ttl_seconds ?? this.#tokens.defaultTtlSeconds);
+      // Recorded before it is handed out, so that it can be revoked from its first use on.
+      await this.#backend.recordToken(principal.tenant, signed.jti, signed.expiresAtMs);
+      return signed;
+    });
     const text = this.#answers.token(route, issued);
     corked(t, () => this.#reply.send(t, route.status, text, this.#revisionOr(t, g)));
   }
@@ -267,6 +287,12 @@ export class SlowPath {
   #revisionOr(t: TenantTarget, loaded: TenantGraph): number {
     return (this.#cache.get(t.tenant) ?? loaded).revision;
   }
+}
+
+/** A request's span: the route's template and id (never its path, which holds names), under the caller's trace. */
+function requestSpan(route: Route, traceparent: string | undefined): SpanStart {
+  const attributes = { 'http.request.method': route.method, 'http.route': route.path, 'rbac.route': route.id };
+  return traceparent === undefined ? { kind: 'server', attributes } : { kind: 'server', attributes, traceparent };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { EngineRequest } from '../engine/port.ts';
  * seen for the first time is verified asynchronously) is read through a {@link CapturedRequest},
  * so a handler that starts reading another header or key must add it here.
  */
-const HEADERS = ['authorization', 'x-request-id', 'origin', 'content-type', 'content-length', 'x-authz-min-revision', 'if-match'] as const;
+const HEADERS = ['authorization', 'x-request-id', 'origin', 'content-type', 'content-length', 'x-authz-min-revision', 'if-match', 'traceparent'] as const;
 const QUERY_KEYS = ['limit', 'cursor', 'since'] as const;
 
 /**

@@ -187,7 +187,7 @@ export class Reply {
 
   /** Logs an unexpected failure with its stack and answers 500 naming the request id. */
   internal(t: RequestTarget, err: unknown): void {
-    this.#log.error('request failed', { request_id: t.requestId, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    this.#log.error('request failed', { request_id: t.requestId, err });
     const e = appError('ERR_INTERNAL', `internal error (request ${t.requestId})`);
     corked(t, () => this.error(t, e, undefined));
   }

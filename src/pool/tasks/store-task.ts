@@ -86,7 +86,7 @@ export function storeTask<S extends StoreSettings>(open: (settings: S) => Store)
       // Not permitted here (a sandbox's system call filter): the thread runs at normal priority, and says so.
       createLogger('warn', { role: 'store-thread' }).warn('store thread could not lower its CPU priority; it runs at normal priority', {
         nice: BACKGROUND_NICE,
-        error: err instanceof Error ? err.message : String(err),
+        err,
       });
     }
   }

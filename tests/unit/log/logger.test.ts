@@ -6,7 +6,18 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
-import { createLogger, LOG_EVENTS, UNCATALOGUED_EVENT, type LogLevel, type LogMessage } from '../../../src/log/index.ts';
+import { hostname } from 'node:os';
+import { AppError } from '../../../src/errors/index.ts';
+import {
+  createLogger,
+  errorFields,
+  LEVEL_NUMBERS,
+  LOG_EVENTS,
+  logSpanIdsFrom,
+  UNCATALOGUED_EVENT,
+  type LogLevel,
+  type LogMessage,
+} from '../../../src/log/index.ts';
 import { eventOf } from '../../../src/log/events.ts';
 
 const SRC = fileURLToPath(new URL('../../../src', import.meta.url));
@@ -34,17 +45,58 @@ function captured(fn: () => void): Array<Record<string, unknown>> {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
-test('a line is {level, time, event, msg, …base, …fields}: the event of its message, which no field overrides', () => {
-  const log = createLogger('debug', { pid: 7, role: 'primary' });
-  const [line] = captured(() => log.info('listening', { port: 5000, event: 'spoofed', msg: 'spoofed', level: 'error', time: 'never' }));
-  assert.deepEqual(Object.keys(line ?? {}).slice(0, 4), ['level', 'time', 'event', 'msg']);
-  assert.equal(line?.level, 'info');
+test('a line is {level, time, pid, hostname, event, msg, …base, …fields} as pino writes it: the event of its message, which no field overrides', () => {
+  const log = createLogger('debug', { role: 'primary' });
+  const spoofed = { event: 'spoofed', msg: 'spoofed', level: 'error', time: 'never', pid: 1, hostname: 'elsewhere' };
+  const [line] = captured(() => log.info('listening', { port: 5000, ...spoofed }));
+  assert.deepEqual(Object.keys(line ?? {}).slice(0, 6), ['level', 'time', 'pid', 'hostname', 'event', 'msg']);
+  assert.equal(line?.level, 30, "info is pino's 30");
   assert.equal(line?.event, 'primary.listening');
   assert.equal(line?.msg, 'listening');
-  assert.ok(!Number.isNaN(Date.parse(String(line?.time))));
-  assert.equal(line?.pid, 7);
+  assert.ok(typeof line?.time === 'number' && Math.abs(line.time - Date.now()) < 60_000, 'epoch milliseconds');
+  assert.equal(line?.pid, process.pid);
+  assert.equal(line?.hostname, hostname());
   assert.equal(line?.role, 'primary');
   assert.equal(line?.port, 5000);
+  assert.ok(!('trace_id' in (line ?? {})), 'no span ids while traces are off');
+});
+
+test('an error in `err` is written as {type, message, stack, code}, whatever was thrown', () => {
+  const log = createLogger('info');
+  const failure = new AppError('ERR_STORE_UNAVAILABLE', 'the database is unavailable');
+  const wrapped = new Error('hydration failed', { cause: failure });
+  const [app, chained, text, other] = captured(() => {
+    log.error('worker cannot start', { err: failure });
+    log.error('worker cannot start', { err: wrapped });
+    log.error('worker cannot start', { err: 'told by a worker' });
+    log.error('worker cannot start', { err: 42 });
+  });
+  const e = app?.err as Record<string, unknown>;
+  assert.equal(e.type, 'AppError');
+  assert.equal(e.message, 'the database is unavailable');
+  assert.equal(e.code, 'ERR_STORE_UNAVAILABLE');
+  assert.match(String(e.stack), /^AppError: the database is unavailable\n\s+at /);
+  const c = chained?.err as Record<string, unknown>;
+  assert.equal(c.type, 'Error');
+  assert.equal((c.cause as Record<string, unknown>).code, 'ERR_STORE_UNAVAILABLE');
+  assert.deepEqual(text?.err, { type: 'Error', message: 'told by a worker' });
+  assert.deepEqual(other?.err, { type: 'number', message: '42' });
+  assert.deepEqual(errorFields(new TypeError('x')).type, 'TypeError');
+});
+
+test('while a span is active, a line carries its trace_id and span_id', () => {
+  const log = createLogger('info');
+  const ids = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+  logSpanIdsFrom(() => ids);
+  try {
+    const [line] = captured(() => log.info('listening'));
+    assert.equal(line?.trace_id, ids.traceId);
+    assert.equal(line?.span_id, ids.spanId);
+  } finally {
+    logSpanIdsFrom(undefined);
+  }
+  const [after] = captured(() => log.info('listening'));
+  assert.ok(!('trace_id' in (after ?? {})));
 });
 
 test('each level writes at and above the configured one; silent writes nothing', () => {
@@ -62,7 +114,7 @@ test('each level writes at and above the configured one; silent writes nothing',
     });
     assert.deepEqual(
       lines.map((l) => l.level),
-      written,
+      written.map((w) => LEVEL_NUMBERS[w as keyof typeof LEVEL_NUMBERS]),
       level,
     );
     assert.ok(lines.every((l) => l.event === 'worker.ready'));
@@ -76,7 +128,7 @@ test('each level writes at and above the configured one; silent writes nothing',
 
 test('fields that cannot be serialised leave a line that says so, with its event', () => {
   const log = createLogger('info');
-  const [line] = captured(() => log.warn('redis error', { error: 10n }));
+  const [line] = captured(() => log.warn('redis error', { code: 10n }));
   assert.equal(line?.event, 'redis.error');
   assert.equal(line?.msg, 'redis error');
   assert.match(String(line?.log_error), /^fields not serialisable: /);
