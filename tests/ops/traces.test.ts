@@ -42,7 +42,7 @@ function watched(t: { after(fn: () => void): void }): { env: Record<string, stri
 /** A write (a new client's role) and a read that hydrates that client, each with its caller's `traceparent`. */
 async function writeThenRead(server: RunningServer, write: string, read: string): Promise<{ key: string; ids: string[] }> {
   const key = randomUUID();
-  const ids = [`w-${randomUUID()}`, `r-${randomUUID()}`];
+  const ids = [`write-${randomBytes(8).toString('hex')}`, `read-${randomBytes(8).toString('hex')}`];
   const created = await rawRequest({
     port: server.port,
     method: 'POST',
