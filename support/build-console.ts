@@ -1,6 +1,6 @@
 /**
  * Bundles the read-only console (src/console/, docs/console.md) into dist/console/: one minified
- * script, one stylesheet and the page, the three files the service reads at start-up and serves
+ * script, one stylesheet, the page and its icon, the four files the service reads at start-up and serves
  * from memory at /console. `npm run build` (and so `npm ci`, through `prepare`) and `npm run dev`
  * run it; tests that start servers call {@link ensureConsoleBuilt}.
  *
@@ -17,7 +17,7 @@ const SOURCES = join(ROOT, 'src/console');
 /** Where the service looks for the bundle (src/http/handle/console.ts). */
 export const CONSOLE_DIR = join(ROOT, 'dist/console');
 /** The files of the bundle, as the service serves them under /console/. */
-export const CONSOLE_FILES = ['index.html', 'console.js', 'console.css'] as const;
+export const CONSOLE_FILES = ['index.html', 'console.js', 'console.css', 'favicon.svg'] as const;
 
 export interface BundledFile {
   readonly name: string;
@@ -55,7 +55,7 @@ export async function buildConsole(outDir: string = CONSOLE_DIR): Promise<Bundle
     logLevel: 'warning',
   });
   await build({ entryPoints: [join(SOURCES, 'console.css')], bundle: true, minify: true, outdir: staging, logLevel: 'warning' });
-  copyFileSync(join(SOURCES, 'index.html'), join(staging, 'index.html'));
+  for (const page of ['index.html', 'favicon.svg']) copyFileSync(join(SOURCES, page), join(staging, page));
   mkdirSync(outDir, { recursive: true });
   const sizes = CONSOLE_FILES.map((name) => {
     const bytes = readFileSync(join(staging, name));

@@ -4,7 +4,7 @@
  */
 import { createContext, type ComponentChildren } from 'preact';
 import { useCallback, useContext, useEffect, useRef, useState } from 'preact/hooks';
-import type { ApiResult } from '../client/index.ts';
+import type { ApiResult, Windowed } from '../client/index.ts';
 import { describeFailure, must } from './session.ts';
 
 /** Announces a failure (or clears it with ''), in the page's live region. */
@@ -230,4 +230,28 @@ export function Table(props: {
 /** The paging options of one request: `limit`, and the cursor once past the first page. */
 export function pageOf(limit: number, cursor: string | undefined): { limit: number; cursor?: string } {
   return cursor === undefined ? { limit } : { limit, cursor };
+}
+
+/** Edges (a role's permissions or members, a user's roles), each with its window. */
+export function EdgeTable(props: {
+  readonly caption: string;
+  readonly head: string;
+  readonly rows: ReadonlyArray<{ id: string } & Windowed>;
+  readonly loading: boolean;
+}) {
+  return (
+    <Table caption={props.caption} columns={[props.head, 'Not before', 'Expires at']} empty={props.loading ? 'Loading…' : 'None.'}>
+      {props.rows.map((r) => (
+        <tr key={r.id}>
+          <td>{r.id}</td>
+          <td>
+            <Instant value={r.not_before} />
+          </td>
+          <td>
+            <Instant value={r.expires_at} />
+          </td>
+        </tr>
+      ))}
+    </Table>
+  );
 }

@@ -66,6 +66,7 @@ describe('served files', () => {
         '/console': /^text\/html; charset=utf-8$/,
         '/console/console.js': /^text\/javascript; charset=utf-8$/,
         '/console/console.css': /^text\/css; charset=utf-8$/,
+        '/console/favicon.svg': /^image\/svg\+xml$/,
       };
       for (const [path, type] of Object.entries(types)) {
         const res = await fetch(base + path);

@@ -4,14 +4,12 @@
  * captions, axe-core run in the page, and the width of the page measured.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { ROOT } from './server.ts';
-import { serviceMissing } from './services.ts';
+export { browserOr, launchBrowser } from './browser.ts';
 
-export const CHROMIUM = '/usr/bin/chromium';
-export const BROWSER_MISSING = existsSync(CHROMIUM) ? undefined : `chromium is not installed at ${CHROMIUM}`;
 const AXE = join(ROOT, 'node_modules/axe-core/axe.min.js');
 export const SCREENSHOTS = join(ROOT, 'docs/console');
 
@@ -26,23 +24,6 @@ export const VIEWS = [
   ['preview', 'Preview'],
 ] as const;
 export type ViewId = (typeof VIEWS)[number][0];
-
-/** Chromium, or undefined when it is not installed (the caller skips, or fails under AUTH_TEST_REQUIRE_SERVICES=1). */
-export async function launchBrowser(): Promise<Browser | undefined> {
-  if (BROWSER_MISSING !== undefined) return undefined;
-  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-background-networking'], timeout: 30_000 });
-}
-
-/** The browser, or undefined when the test was skipped. */
-export function browserOr(t: { skip(message?: string): void }, browser: Browser | undefined): Browser | undefined {
-  const missing = serviceMissing(BROWSER_MISSING);
-  if (missing !== false) {
-    t.skip(missing);
-    return undefined;
-  }
-  assert.ok(browser !== undefined, 'the browser did not start');
-  return browser;
-}
 
 /**
  * The value of `expression` in the page. Written as text: the tests compile without the DOM's

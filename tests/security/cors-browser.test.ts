@@ -12,18 +12,15 @@
  * Without /usr/bin/chromium the browser tests are skipped (said so), or fail under
  * AUTH_TEST_REQUIRE_SERVICES=1.
  */
-import { test, describe, before, after, type TestContext } from 'node:test';
+import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { rawRequest } from '../helpers/raw-http.ts';
 import { startServer, type RunningServer } from '../helpers/server.ts';
-import { serviceMissing } from '../helpers/services.ts';
+import { browserOr, launchBrowser } from '../helpers/browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const BROWSER_MISSING = existsSync(CHROMIUM) ? undefined : `chromium is not installed at ${CHROMIUM}`;
 const OTHER_LISTED = 'https://app.example.com';
 
 // ---------------------------------------------------------------------------------------------
@@ -119,31 +116,13 @@ before(async () => {
     startServer({ env: { AUTH_CORS_ORIGINS: `${pageA.origin}, ${OTHER_LISTED}` } }),
     startServer({ env: { AUTH_ALLOW_CORS: 'false', AUTH_CORS_ORIGINS: pageA.origin } }),
   ]);
-  if (BROWSER_MISSING === undefined) {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-background-networking'],
-      timeout: 30_000,
-    });
-  }
+  browser = await launchBrowser();
 });
 
 after(async () => {
   await browser?.close();
   await Promise.all([listed?.stop(), off?.stop(), pageA?.close(), pageB?.close()]);
 });
-
-/** The browser, or undefined when the test was skipped (it fails instead under AUTH_TEST_REQUIRE_SERVICES=1). */
-function browserOr(t: TestContext): Browser | undefined {
-  const missing = serviceMissing(BROWSER_MISSING);
-  if (missing !== false) {
-    t.skip(missing);
-    return undefined;
-  }
-  assert.ok(browser !== undefined, 'the browser did not start');
-  return browser;
-}
 
 /** Loads the page from `page` in a fresh browser context and runs its scenario against `api`. */
 async function runPage(b: Browser, page: PageServer, api: RunningServer, key: string, role: string): Promise<Outcome> {
@@ -175,7 +154,7 @@ async function rolesOf(api: RunningServer, key: string): Promise<unknown> {
 
 describe('a browser', () => {
   test('a page from a listed origin creates a role, reads it back and reads X-Authz-Revision', async (t) => {
-    const b = browserOr(t);
+    const b = browserOr(t, browser);
     if (b === undefined) return;
     const key = randomUUID();
     const out = await runPage(b, pageA, listed, key, 'page-admin');
@@ -191,7 +170,7 @@ describe('a browser', () => {
   });
 
   test('a page from an unlisted origin is blocked, and its write never reaches the service', async (t) => {
-    const b = browserOr(t);
+    const b = browserOr(t, browser);
     if (b === undefined) return;
     const key = randomUUID();
     const out = await runPage(b, pageB, listed, key, 'intruder');
@@ -201,7 +180,7 @@ describe('a browser', () => {
   });
 
   test('with CORS off even the origin in AUTH_CORS_ORIGINS is blocked', async (t) => {
-    const b = browserOr(t);
+    const b = browserOr(t, browser);
     if (b === undefined) return;
     const key = randomUUID();
     const out = await runPage(b, pageA, off, key, 'blocked');

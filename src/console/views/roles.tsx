@@ -5,7 +5,7 @@
 import { useState } from 'preact/hooks';
 import type { Role, Windowed } from '../../client/index.ts';
 import { api } from '../session.ts';
-import { Field, Instant, listed, pageOf, Pager, Section, Table, usePages } from '../ui.tsx';
+import { EdgeTable, Field, listed, pageOf, Pager, Section, Table, usePages } from '../ui.tsx';
 
 const ROLES_PER_PAGE = 100;
 const EDGES_PER_PAGE = 200;
@@ -71,28 +71,5 @@ function RoleDetail(props: { readonly role: string }) {
       />
       <Pager label={`members of ${role}`} {...members} />
     </section>
-  );
-}
-
-function EdgeTable(props: {
-  readonly caption: string;
-  readonly head: string;
-  readonly rows: ReadonlyArray<{ id: string } & Windowed>;
-  readonly loading: boolean;
-}) {
-  return (
-    <Table caption={props.caption} columns={[props.head, 'Not before', 'Expires at']} empty={props.loading ? 'Loading…' : 'None.'}>
-      {props.rows.map((r) => (
-        <tr key={r.id}>
-          <td>{r.id}</td>
-          <td>
-            <Instant value={r.not_before} />
-          </td>
-          <td>
-            <Instant value={r.expires_at} />
-          </td>
-        </tr>
-      ))}
-    </Table>
   );
 }

@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 import type { Explanation, Windowed } from '../../client/index.ts';
 import { api, mapLimited, must } from '../session.ts';
-import { Field, Instant, listed, pageOf, Pager, Section, Table, useAnswer, usePages } from '../ui.tsx';
+import { EdgeTable, Field, listed, pageOf, Pager, Section, Table, useAnswer, usePages } from '../ui.tsx';
 
 const PERMISSIONS_PER_PAGE = 100;
 const ROLES_PER_PAGE = 200;
@@ -68,19 +68,7 @@ function UserAnswer(props: { readonly user: string; readonly permission: string 
       </Table>
       <Pager label={`permissions of ${user}`} {...effective} />
       <h4>Roles</h4>
-      <Table caption={`Roles of ${user}, page ${roles.number}`} columns={['Role', 'Not before', 'Expires at']} empty={roles.loading ? 'Loading…' : 'None.'}>
-        {roles.rows.map((r) => (
-          <tr key={r.role}>
-            <td>{r.role}</td>
-            <td>
-              <Instant value={r.not_before} />
-            </td>
-            <td>
-              <Instant value={r.expires_at} />
-            </td>
-          </tr>
-        ))}
-      </Table>
+      <EdgeTable caption={`Roles of ${user}, page ${roles.number}`} head="Role" rows={roles.rows.map((r) => ({ ...r, id: r.role }))} loading={roles.loading} />
       <Pager label={`roles of ${user}`} {...roles} />
     </section>
   );

@@ -6,7 +6,7 @@ import type { Reply } from '../reply/reply.ts';
 import type { RouteTable } from './route-table.ts';
 
 /**
- * The read-only console (docs/console.md): a page, a script and a stylesheet bundled at build time
+ * The read-only console (docs/console.md): a page, a script, a stylesheet and an icon bundled at build time
  * into dist/console/ (support/build-console.ts), read once at start-up and served from memory.
  * Every answer under /console, errors (405 included), forbids inline script and style, framing and
  * content sniffing: the page talks to /api only, from the service's own origin.
@@ -22,6 +22,7 @@ const TYPES: Readonly<Record<string, string>> = {
   html: 'text/html; charset=utf-8',
   js: 'text/javascript; charset=utf-8',
   css: 'text/css; charset=utf-8',
+  svg: 'image/svg+xml',
 };
 
 /** The files of the bundle (support/build-console.ts): name → content type and bytes. */
@@ -37,7 +38,7 @@ const BUNDLE_DIR = new URL('../../../dist/console/', import.meta.url);
 /** Reads the bundle; undefined when it was not built (a checkout without `npm run build`). */
 export function readConsoleBundle(dir: URL = BUNDLE_DIR): Bundle | undefined {
   const files = new Map<string, { type: string; bytes: Uint8Array }>();
-  for (const name of ['index.html', 'console.js', 'console.css']) {
+  for (const name of ['index.html', 'console.js', 'console.css', 'favicon.svg']) {
     let bytes: Uint8Array;
     try {
       bytes = readFileSync(new URL(name, dir));
