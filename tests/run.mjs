@@ -252,9 +252,10 @@ process.env.RBAC_TEST_OUTPUT_DIR = outputDir;
 // The servers the tests start run the compiled service (support/launcher.ts TEST_ENTRY):
 // built here once, instead of tsx compiling src/ in every server process the suites start.
 if (process.env.AUTH_TEST_ENTRY === undefined) {
-  const built = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  // `npm run build`: the TypeScript, the command line's executable bit, the console's bundle.
+  const built = spawnSync('npm', ['run', '--silent', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
   if (built.status !== 0) {
-    console.error('tsc -p tsconfig.build.json failed: the servers the tests start run its output');
+    console.error('npm run build failed: the servers the tests start run its output');
     process.exit(1);
   }
   process.env.AUTH_TEST_ENTRY = 'dist/main.js';
