@@ -1,7 +1,7 @@
 // Runs the test suite: an explicit list of files (a file that is not listed does not run, and a
 // listed file that is missing fails the run), through node:test with the tsx loader.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, sep } from 'node:path';
@@ -252,12 +252,14 @@ process.env.RBAC_TEST_OUTPUT_DIR = outputDir;
 // The servers the tests start run the compiled service (support/launcher.ts TEST_ENTRY):
 // built here once, instead of tsx compiling src/ in every server process the suites start.
 if (process.env.AUTH_TEST_ENTRY === undefined) {
-  // `npm run build`: the TypeScript, the command line's executable bit, the console's bundle.
-  const built = spawnSync('npm', ['run', '--silent', 'build'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  // The TypeScript half of `npm run build` (no npm needed: the Debian 13 root has node alone); the
+  // console's bundle is built by its tests.
+  const built = spawnSync(process.execPath, [join('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   if (built.status !== 0) {
-    console.error('npm run build failed: the servers the tests start run its output');
+    console.error('tsc -p tsconfig.build.json failed: the servers the tests start run its output');
     process.exit(1);
   }
+  chmodSync(join('dist', 'cli', 'main.js'), 0o755); // the package bin, as `npm run build` leaves it
   process.env.AUTH_TEST_ENTRY = 'dist/main.js';
 }
 console.log(`# servers run ${process.env.AUTH_TEST_ENTRY}`);
