@@ -119,8 +119,12 @@ interface Seeded {
 async function seed(on: RunningServer): Promise<Seeded> {
   const key = randomUUID();
   const client = on.client(key);
-  const soon = new Date(Date.now() + DAY_MS).toISOString();
-  const later = new Date(Date.now() + 2 * DAY_MS).toISOString();
+  // Bounds on the first day of the month after next: ahead, and the same all month, so that the
+  // screenshots of docs/console.md change only where the server's clock shows.
+  const now = new Date();
+  const day = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 2, 1);
+  const soon = new Date(day + 9 * 3_600_000).toISOString();
+  const later = new Date(day + 17 * 3_600_000).toISOString();
   const ok = async (p: Promise<{ ok: boolean; status: number; error?: string | undefined }>): Promise<void> => {
     const r = await p;
     assert.ok(r.ok, `seeding: ${r.status} ${r.error ?? ''}`);
