@@ -130,6 +130,19 @@ function plain(operationId: string, summary: string, responses: Record<string, o
   return { operationId, summary, security: [], ...extra, responses: { ...responses, 405: wrongMethod() } };
 }
 
+/** The headers of every answer under /console (docs/console.md): its own page, framed by none. */
+const CONSOLE_HEADERS = {
+  ...HEADER.requestId,
+  'Content-Security-Policy': { required: true, schema: { type: 'string', const: "default-src 'self'; frame-ancestors 'none'" } },
+  'X-Content-Type-Options': { required: true, schema: { type: 'string', const: 'nosniff' } },
+};
+const consoleFile = (description: string, types: readonly string[]): object => ({
+  description,
+  headers: CONSOLE_HEADERS,
+  content: Object.fromEntries(types.map((t) => [t, { schema: { type: 'string' } }])),
+});
+const CONSOLE_MISSING = { ...error('Not found: an unknown file, AUTH_CONSOLE=false, or a checkout never built'), headers: CONSOLE_HEADERS };
+
 /** The routes outside /api. */
 const PLAIN_PATHS: Record<string, Record<string, object>> = {
   '/ping': {
@@ -150,6 +163,17 @@ const PLAIN_PATHS: Record<string, Record<string, object>> = {
     ),
   },
   '/version': { get: plain('version', 'The service, its version, Node.js and the HTTP engine in use', { 200: plainJson('version', VERSION_BODY) }) },
+  '/console': {
+    get: plain('console', 'The read-only web console (docs/console.md): its page', { 200: consoleFile('The page', ['text/html']), 404: CONSOLE_MISSING }),
+  },
+  '/console/{file}': {
+    get: plain(
+      'console_file',
+      "The console's script, stylesheet and icon",
+      { 200: consoleFile('The file', ['text/javascript', 'text/css', 'image/svg+xml']), 404: CONSOLE_MISSING },
+      { parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' }, description: 'console.js, console.css or favicon.svg' }] },
+    ),
+  },
   '/openapi.json': {
     get: plain('openapi', 'This document', {
       200: plainJson('OpenAPI 3.1', { type: 'object', required: ['openapi', 'paths'], properties: { openapi: { type: 'string' }, paths: { type: 'object' } } }),

@@ -54,7 +54,7 @@ test('servers, a license, and security: bearer on /api, none on the public route
     const expected = /^\/(api|access)\//.test(path) ? [{ bearer: [] }] : [];
     assert.deepEqual(op.security, expected, `${method} ${path}`);
   }
-  for (const path of ['/ping', '/health', '/ready', '/version', '/openapi.json']) assert.ok(path in doc.paths, path);
+  for (const path of ['/ping', '/health', '/ready', '/version', '/openapi.json', '/console', '/console/{file}']) assert.ok(path in doc.paths, path);
 });
 
 test('every query parameter and request header a route reads', () => {
